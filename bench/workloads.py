@@ -180,8 +180,10 @@ def consume(bootstrap: str, topic: str, count: int, group: str, idle_timeout: fl
             "checksum_ok": unique == count and checksum == count * (count - 1) // 2, "bytes": nbytes, **busiest}
 
 
-def end_to_end(bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, size: int = 100) -> dict:
-    """`rate` records/s for `seconds`, consumer with librdkafka's default fetch settings."""
+def end_to_end(bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, size: int = 100,
+               producer_config: dict | None = None) -> dict:
+    """`rate` records/s for `seconds`, consumer with librdkafka's default fetch settings; the producer
+    with acks=1 and linger.ms=5 unless ``producer_config`` says otherwise ({}: librdkafka's defaults)."""
     latencies: list[int] = []
     expected = int(rate * seconds)
     ready = threading.Event()
@@ -208,7 +210,8 @@ def end_to_end(bootstrap: str, topic: str, partitions: int, rate: int, seconds: 
 
     thread = threading.Thread(target=consumer_loop, daemon=True)
     thread.start()
-    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
+    settings = {"acks": 1, "linger.ms": 5} if producer_config is None else producer_config
+    p = Producer({"bootstrap.servers": bootstrap, **settings})
     pad = POOL[:size - STAMP.size]
     for part in range(partitions):
         p.produce(topic, STAMP.pack(0, -1) + pad, partition=part)

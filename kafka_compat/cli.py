@@ -1,16 +1,23 @@
-"""`kafka-compat serve | dump-log`: the command line.
+"""`kafka-compat serve | cluster | dump-log`: the command line.
 
 `serve` with no arguments runs a single node with embedded defaults: data in
 ./kafka-compat-data, listening on 127.0.0.1:9092. A `server.properties` file
-(Kafka's names) and `--override name=value` flags change that; flags win.
+(Kafka's names) and `--override name=value` flags change that; flags win. With
+`zookeeper.connect` set it runs one broker of a ZooKeeper cluster.
+
+`cluster --brokers N` runs a development cluster on this machine: a ZooKeeper
+(Debian's `zookeeper` package) and N brokers with ids 0..N-1 on free loopback
+ports, each a `serve` child process, until Ctrl-C.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import time
 
 # No broker.id / node.id here: either one alone names the broker (the other follows it),
 # and when both are unset BrokerConfig's default 0 names the single embedded node.
@@ -35,9 +42,56 @@ def build_config(properties: str | None, overrides: list[str]):
     return BrokerConfig.from_properties(values)
 
 
+class ZkControllerService:
+    """The ZooKeeper controller as the composition root runs it, with the handlers of the APIs it answers."""
+
+    def __init__(self, links):
+        from .controller.kafka_controller import KafkaController
+        self.links = links
+        self.admin_manager = None               # the ZkAdminManager, once built (ElectLeaders waits through it)
+        self.controller = KafkaController(links.config, links.zk_client, links.send, broker_id=links.broker_id,
+                                          inter_broker_listener_name=links.config.inter_broker_listener_name,
+                                          metrics=links.controller_metrics)
+
+    def startup(self) -> None:
+        self.controller.startup()
+
+    def shutdown(self) -> None:
+        self.controller.shutdown()
+
+    def use_admin_manager(self, admin_manager) -> None:
+        self.admin_manager = admin_manager
+
+    def api_handlers(self) -> list:
+        from .server.controller_apis import (
+            AlterPartitionApi,
+            ControlledShutdownApi,
+            PartitionReassignmentsApi,
+            ZkElectLeadersApi,
+        )
+        c = self.controller
+        return [ControlledShutdownApi(c), AlterPartitionApi(c),
+                ZkElectLeadersApi(c, self.links.metadata_cache, self.admin_manager), PartitionReassignmentsApi(c)]
+
+
+def _zk_admin_manager(links, service):
+    from .server.zk_admin_manager import ZkAdminManager
+    manager = ZkAdminManager(links.config, links.zk_client, links.metadata_cache,
+                             controller=service.controller if service is not None else None)
+    if service is not None:
+        service.use_admin_manager(manager)
+    return manager
+
+
+def cluster_factories() -> dict:
+    """The ZooKeeper controller and the topic admin manager `serve` builds in a cluster."""
+    return {"controller_factory": ZkControllerService, "admin_manager_factory": _zk_admin_manager}
+
+
 async def serve(config) -> int:
     from .server.broker import Broker, BrokerStartError
-    broker = Broker(config, retain_freed_buffers=True)
+    extra = cluster_factories() if config["zookeeper.connect"] else {}
+    broker = Broker(config, retain_freed_buffers=True, **extra)
     try:
         await broker.start()
     except BrokerStartError as e:
@@ -55,6 +109,46 @@ async def serve(config) -> int:
     return 0
 
 
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def run_cluster(brokers: int, overrides: list[str], data_dir: str | None) -> int:
+    """Start ZooKeeper and the brokers, print how to reach them, and stop everything on Ctrl-C or SIGTERM."""
+    from .testing import EmbeddedCluster, zookeeper_missing
+    missing = zookeeper_missing()
+    if missing:
+        print(f"kafka-compat: {missing}", file=sys.stderr)
+        return 1
+    props = {}
+    for item in overrides:
+        if "=" not in item:
+            raise SystemExit(f"--override expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v.strip()
+    if data_dir:
+        os.makedirs(data_dir, exist_ok=True)
+    cluster = EmbeddedCluster(brokers, props, data_dir=data_dir)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        cluster.start()
+        print(f"kafka-compat cluster: ZooKeeper {cluster.zookeeper_connect}", flush=True)
+        for i, b in enumerate(cluster.brokers):
+            print(f"  broker {i}: {b.bootstrap} (data {b.data_dir}, log {b.log_path})", flush=True)
+        print(f"bootstrap.servers={cluster.bootstrap}", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    except (RuntimeError, TimeoutError) as e:
+        print(f"kafka-compat: {e}", file=sys.stderr)
+        return 1
+    finally:
+        print("kafka-compat cluster: stopping", flush=True)
+        cluster.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="kafka-compat", description="A Kafka-compatible broker.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -65,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--listeners", help="shorthand for -o listeners=...")
     s.add_argument("--log-dirs", help="shorthand for -o log.dirs=...")
     s.add_argument("--log-level", default="INFO")
+    c = sub.add_parser("cluster", help="run ZooKeeper and several brokers on this machine (development)")
+    c.add_argument("--brokers", type=int, default=3, help="how many brokers (ids 0..N-1); default 3")
+    c.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
+                   help="a broker property for every broker, e.g. -o min.insync.replicas=2")
+    c.add_argument("--data-dir", help="keep data here (default: a temporary directory, removed at exit)")
     d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
     d.add_argument("files", nargs="+")
     d.add_argument("--print-data-log", action="store_true")
@@ -72,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dump-log":
         from kafka_compat.storage.dump import main as dump_main
         return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
+    if args.command == "cluster":
+        if args.brokers < 1:
+            print("kafka-compat: --brokers must be at least 1", file=sys.stderr)
+            return 1
+        return run_cluster(args.brokers, args.override, args.data_dir)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.override)
     if args.listeners:

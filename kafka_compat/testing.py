@@ -1,4 +1,4 @@
-"""An embedded broker, and an embedded ZooKeeper, for test suites: ours and our users'.
+"""An embedded broker, an embedded ZooKeeper and an embedded cluster, for test suites: ours and our users'.
 
     from kafka_compat.testing import kafka_broker      # a pytest fixture
     def test_it(kafka_broker):
@@ -8,10 +8,14 @@ or, without pytest, `with EmbeddedBroker() as b: ...`. The broker runs in a
 child process on a free loopback port with a temporary data directory, so it
 behaves exactly as the real command does and a crashing test cannot leave it
 half-stopped. `EmbeddedZooKeeper` (fixture `zookeeper`) does the same for a real
-ZooKeeper server, for the ZooKeeper-coordinated cluster.
+ZooKeeper server, and `EmbeddedCluster` (fixture `kafka_cluster`) for a
+ZooKeeper and N brokers with ids 0..N-1 under a chroot, with the faults a test
+needs: kill, stop (SIGTERM), restart, pause and resume of any broker or of
+ZooKeeper, and where leaders and the controller are, read from ZooKeeper.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 ZOOKEEPER_HOME = "/usr/share/zookeeper"           # Debian's `zookeeper` package
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"   # its manifest's Class-Path names the jars it needs
@@ -58,7 +63,21 @@ def _kill(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
-class EmbeddedBroker:
+class _Started:
+    """``with X() as x``: started on entry (and closed again if starting fails), closed on exit."""
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class EmbeddedBroker(_Started):
     """`listeners` maps listener names to security protocols ({"PLAINTEXT": "PLAINTEXT", "CLIENT": "SASL_SSL"});
     each listens on its own free loopback port, the first on `port` (`bootstrap`), the others at
     `bootstrap_for(name)`. The default is one PLAINTEXT listener."""
@@ -95,7 +114,8 @@ class EmbeddedBroker:
         for k, v in self.overrides.items():
             args += ["-o", f"{k}={v}"]
         os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet
-        self._log = open(self.log_path, "ab")
+        if getattr(self, "_log", None) is None:         # one log file across restarts
+            self._log = open(self.log_path, "ab")
         # run from the data directory: the interpreter's installed kafka_compat, not a folder of the caller's
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir,
                                      preexec_fn=self.preexec_fn)
@@ -114,13 +134,29 @@ class EmbeddedBroker:
     def log(self) -> str:
         return _log_tail(self.log_path)
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM: a graceful shutdown that flushes and writes the clean-shutdown marker."""
+        """SIGTERM: a graceful shutdown that flushes and writes the clean-shutdown marker (in a cluster,
+        after a controlled shutdown moved its leadership away)."""
+        if self.running:
+            self.proc.send_signal(signal.SIGCONT)       # a paused process would not act on SIGTERM
         return _terminate(self.proc, timeout)
 
     def kill(self) -> None:
         """SIGKILL: an unclean stop, as a crash or power loss would leave things."""
         _kill(self.proc)
+
+    def pause(self) -> None:
+        """SIGSTOP: the process freezes with its connections open, as in a long GC pause."""
+        if self.running:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.running:
+            self.proc.send_signal(signal.SIGCONT)
 
     def restart(self) -> "EmbeddedBroker":
         self.stop()
@@ -130,14 +166,9 @@ class EmbeddedBroker:
         self.stop()
         if getattr(self, "_log", None):
             self._log.close()
+            self._log = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> "EmbeddedBroker":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def zookeeper_missing() -> str | None:
@@ -147,7 +178,7 @@ def zookeeper_missing() -> str | None:
     return None
 
 
-class EmbeddedZooKeeper:
+class EmbeddedZooKeeper(_Started):
     """A real standalone ZooKeeper server in a child JVM, on a free loopback port, with a temporary
     data directory.
 
@@ -308,15 +339,168 @@ class EmbeddedZooKeeper:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "EmbeddedZooKeeper":
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+
+class EmbeddedCluster(_Started):
+    """A ZooKeeper and ``brokers`` brokers (ids 0..n-1) on free loopback ports, all under one chroot.
+
+        with EmbeddedCluster(3, {"min.insync.replicas": 2}) as cluster:
+            Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+            cluster.kill(cluster.leader("t", 0)); cluster.restart(...)
+
+    Brokers keep their data directory and port across stop/kill and start, as a real restart does.
+    The defaults suit tests: a 6 s ZooKeeper session (a killed broker's registration goes within
+    it), controlled-shutdown retries 0.5 s apart, one partition per topic unless configured;
+    ``overrides`` change any broker property for all brokers, ``broker_overrides`` per broker id.
+    """
+
+    DEFAULTS = {"zookeeper.session.timeout.ms": 6000, "controlled.shutdown.retry.backoff.ms": 500,
+                "replica.fetch.backoff.ms": 200, "offsets.topic.replication.factor": 3}
+
+    def __init__(self, brokers: int = 3, overrides: dict | None = None, *, chroot: str = "/kafka",
+                 broker_overrides: dict[int, dict] | None = None, data_dir: str | None = None,
+                 zookeeper: EmbeddedZooKeeper | None = None):
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-cluster-")
+        self._own_zookeeper = zookeeper is None
+        self.zookeeper = zookeeper or EmbeddedZooKeeper(os.path.join(self.data_dir, "zookeeper"))
+        self.chroot = chroot
+        settings = dict(self.DEFAULTS)
+        settings["offsets.topic.replication.factor"] = min(brokers, 3)
+        settings.update(overrides or {})
+        self.brokers: list[EmbeddedBroker] = []
+        for i in range(brokers):
+            props = dict(settings)
+            props.update((broker_overrides or {}).get(i, {}))
+            props["broker.id"] = i
+            self.brokers.append(EmbeddedBroker(props, data_dir=os.path.join(self.data_dir, f"broker-{i}")))
+        self._zk = None
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.zookeeper.connect_string(self.chroot)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def start(self, timeout: float = 60.0) -> "EmbeddedCluster":
+        self.zookeeper.start()
+        for b in self.brokers:
+            b.overrides["zookeeper.connect"] = self.zookeeper_connect
+        for i in range(len(self.brokers)):
+            self.start_broker(i, timeout)
+        self.wait_until(lambda: self.registered() == set(range(len(self.brokers))), timeout,
+                        "every broker to register")
+        return self
+
+    # -- faults and recovery (by broker id)
+    def start_broker(self, i: int, timeout: float = 60.0) -> EmbeddedBroker:
+        return self.brokers[i].start(timeout)
+
+    def stop(self, i: int, timeout: float = 60.0) -> int | None:
+        """SIGTERM broker ``i``: a controlled shutdown, then a clean stop."""
+        return self.brokers[i].stop(timeout)
+
+    def kill(self, i: int) -> None:
+        """SIGKILL broker ``i``."""
+        self.brokers[i].kill()
+
+    def restart(self, i: int, timeout: float = 60.0) -> EmbeddedBroker:
+        """Start broker ``i`` again (stopping it first if it runs), on its port and data."""
+        if self.brokers[i].running:
+            self.stop(i)
+        return self.start_broker(i, timeout)
+
+    def pause(self, i: int) -> None:
+        self.brokers[i].pause()
+
+    def resume(self, i: int) -> None:
+        self.brokers[i].resume()
+
+    # -- what ZooKeeper says
+    @property
+    def zk(self):
+        """A kazoo client in the cluster's chroot, for reading znodes as Kafka's tools do."""
+        if self._zk is None:
+            from kazoo.client import KazooClient  # only here: kazoo is needed for clusters alone
+
+            self._zk = KazooClient(self.zookeeper_connect)
+            self._zk.start(timeout=30)
+        return self._zk
+
+    def _json(self, path: str):
+        try:
+            data, _ = self.zk.get(path)
+        except Exception:           # missing, or ZooKeeper unreachable: no answer
+            return None
+        return json.loads(data) if data else None
+
+    def registered(self) -> set[int]:
+        """Broker ids with a /brokers/ids/<id> registration."""
+        try:
+            return {int(c) for c in self.zk.get_children("/brokers/ids")}
+        except Exception:
+            return set()
+
+    def controller(self) -> int | None:
+        node = self._json("/controller")
+        return node["brokerid"] if node else None
+
+    def partition_state(self, topic: str, partition: int) -> dict | None:
+        return self._json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader as its state znode names it (None: no state; -1: no leader)."""
+        state = self.partition_state(topic, partition)
+        return state["leader"] if state else None
+
+    def wait_until(self, predicate: Callable[[], object], timeout: float = 60.0, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.1)
+        raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+    def wait_for_leader(self, topic: str, partition: int, timeout: float = 60.0,
+                        exclude: set[int] = frozenset()) -> int:
+        """The partition's leader once it is a running broker not in ``exclude``."""
+        def ready() -> bool:
+            leader = self.leader(topic, partition)
+            return leader is not None and leader >= 0 and leader not in exclude and self.brokers[leader].running
+        self.wait_until(ready, timeout, f"a leader of {topic}-{partition}")
+        return self.leader(topic, partition)
+
+    def wait_for_controller(self, timeout: float = 60.0, exclude: set[int] = frozenset()) -> int:
+        """The controller once one is elected that is not in ``exclude``."""
+        def ready() -> bool:
+            c = self.controller()
+            return c is not None and c not in exclude
+        self.wait_until(ready, timeout, "a controller")
+        return self.controller()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- broker {i}\n{b.log()[-4000:]}" for i, b in enumerate(self.brokers))
+
+    def close(self) -> None:
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except Exception:
+                pass
+            self._zk = None
+        for b in self.brokers:
+            b.resume()
+        for b in self.brokers:
+            b.close()
+        if self._own_zookeeper:
+            self.zookeeper.close()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
 
 
 try:
@@ -327,6 +511,15 @@ try:
         """A fresh broker for one test."""
         with EmbeddedBroker() as broker:
             yield broker
+
+    @pytest.fixture
+    def kafka_cluster():
+        """A fresh 3-broker cluster with its ZooKeeper for one test; skipped where ZooKeeper is not installed."""
+        missing = zookeeper_missing()
+        if missing:
+            pytest.skip(missing)
+        with EmbeddedCluster(3) as cluster:
+            yield cluster
 
     @pytest.fixture
     def zookeeper():

@@ -1,4 +1,5 @@
-"""bench/codec.py and bench/storage.py still run, floors included.
+"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py and bench/cluster.py still run,
+floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
 work and that their reference loops do the same work as the code they are set against.
@@ -7,6 +8,10 @@ import json
 import os
 import subprocess
 import sys
+
+import pytest
+
+from kafka_compat.testing import zookeeper_missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,6 +58,19 @@ def test_storage_bench_with_floor(tmp_path):
     assert [r.split()[0] + r.split()[1] for r in rows] == ["1MiB", "16KiB", "1KiB"]
     assert "Recovery of a" in out.stdout
     assert "    4 files x 256 KiB writes" in out.stdout and " 1000 files x   1 KiB writes" in out.stdout
+
+
+def test_cluster_bench_scale_scenario():
+    """bench/cluster.py's plumbing: one broker against a two-broker cluster (a real ZooKeeper), a tiny run."""
+    if zookeeper_missing():
+        pytest.skip(zookeeper_missing())
+    out = subprocess.run([sys.executable, "bench/cluster.py", "--only", "scale", "--records", "2000", "--rounds", "1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (scale,) = _json_lines(out.stdout)
+    assert scale["scenario"] == "scale" and scale["records"] == 2000
+    for side in ("one_broker", "cluster"):
+        assert scale[side]["mb_per_s"] > 0 and scale[side]["client_busiest_thread"]
 
 
 def test_security_bench_runs_every_case():

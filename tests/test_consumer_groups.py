@@ -328,6 +328,28 @@ def test_a_coordinator_move_unloads_and_reloads_the_partition(tmp_path):
     assert after.members["m"].member_epoch == j.member_epoch
 
 
+def test_leader_epochs_order_a_partitions_elections_and_resignations(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 1, 1, {})
+        await c.call(68, 1, hb(member_id="m"))
+        coordinator = b.group_coordinator
+        index = coordinator.partition_for("g")
+        coordinator.on_resignation(index)
+        await coordinator.on_election(index, 5)
+        again = coordinator.on_election(index, 5)                 # already loaded at that epoch
+        coordinator.on_resignation(index, 4)                      # older than the load: ignored
+        kept = (coordinator.groups.get_group("g"), coordinator.validate_group_status("g", "ConsumerGroupHeartbeat"))
+        coordinator.on_resignation(index, 6)                      # leadership moved on
+        gone = (coordinator.groups.get_group("g"), coordinator.validate_group_status("g", "ConsumerGroupHeartbeat"))
+        await b.stop()
+        return again, kept, gone
+
+    again, (kept, kept_status), (gone, gone_status) = asyncio.run(scenario())
+    assert again is None and kept is not None and "m" in kept.members and kept_status is None
+    assert gone is None and gone_status == E.NOT_COORDINATOR
+
+
 def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_path):
     async def scenario():
         b, c = await started(tmp_path, **{"group.consumer.min.heartbeat.interval.ms": "100",

@@ -15,7 +15,7 @@ from kafka_compat.protocol.batch_header import parse_header
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.delayed_fetch import FetchParams, PartitionFetchInfo
-from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.metadata_cache import MetadataCache, PartitionState
 from kafka_compat.server.replica_manager import ReplicaManager
 
 ME, OTHER = 1, 2
@@ -143,15 +143,18 @@ def test_acks_all_below_min_insync_replicas_writes_nothing(tmp_path):
                                                                      ErrorCode.NONE, 1)
 
 
-def test_the_isr_shrinking_below_min_isr_after_the_append_is_reported(tmp_path):
+def test_the_isr_shrinking_below_min_isr_after_the_append_holds_the_high_watermark(tmp_path):
+    """Kafka 3.7+ (KAFKA-15583): under min.insync.replicas the HW stays, so the acks=-1 produce is never
+    acknowledged (it times out) although its batch is in the log."""
     async def scenario(h):
         h.lead(isr=(ME, OTHER), replicas=(ME, OTHER))
-        pending = h.produce(-1, batch(b"a"))
+        pending = h.produce(-1, batch(b"a"), timeout_ms=200)
         h.lead(isr=(ME,), replicas=(ME, OTHER))       # the follower left the ISR (same epoch)
         result = await asyncio.wait_for(pending, 10)
-        return result[0].error_code
+        partition = h.rm.get_partition(T, 0)
+        return result[0].error_code, partition.high_watermark, partition.log_end_offset
 
-    assert run(tmp_path, scenario, **{"min.insync.replicas": 2}) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert run(tmp_path, scenario, **{"min.insync.replicas": 2}) == (ErrorCode.REQUEST_TIMED_OUT, 0, 1)
 
 
 def test_only_the_leader_appends(tmp_path):
@@ -310,3 +313,24 @@ def test_leader_epoch_is_in_the_batch_header_bytes(tmp_path):
         return parse_header(h.fetch(0)[0].info.records.read_bytes()).partition_leader_epoch
 
     assert run(tmp_path, scenario) == 9
+
+
+def test_a_partition_led_elsewhere_is_not_leader_or_follower_here(tmp_path):
+    """Kafka's answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the cluster's
+    metadata has it (the client goes to its leader), UNKNOWN_TOPIC_OR_PARTITION when nobody has it."""
+    async def scenario(h):
+        cache = MetadataCache(ME, "cluster")
+        cache.update_partitions(T, b"\x01" * 16, {0: PartitionState(OTHER, 0, (OTHER,), (OTHER,))})
+        rm = ReplicaManager(ME, h.logs, lambda topic: h.config, hw_checkpoint_interval_ms=3_600_000,
+                            metadata_cache=cache)
+        rm.startup()
+        try:
+            produced = rm.append_records(1000, 1, [(T, 0, batch(b"a")), ("nowhere", 0, batch(b"b"))])
+            fetched = rm.fetch_messages(FetchParams(-1, 0, 1, 1 << 20, FetchIsolation.HIGH_WATERMARK), [
+                (T, 0, PartitionFetchInfo(0, 1 << 20)), ("nowhere", 0, PartitionFetchInfo(0, 1 << 20))])
+            return [r.error_code for r in produced], [r.error_code for r in fetched]
+        finally:
+            rm.shutdown()
+
+    not_here, unknown = ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert run(tmp_path, scenario) == ([not_here, unknown], [not_here, unknown])

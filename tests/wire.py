@@ -12,6 +12,8 @@ import struct
 from kafka_compat.protocol import frames
 from kafka_compat.protocol.frames import decode_response
 
+__all__ = ["WireClient", "AsyncWireClient", "encode_request", "decode_response"]
+
 
 def encode_request(api_key: int, version: int, body, correlation_id: int = 1, client_id: str = "wire") -> bytes:
     return frames.encode_request(api_key, version, body, correlation_id, client_id)

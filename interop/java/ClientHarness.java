@@ -61,14 +61,16 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Records made by produce: key "k&lt;i&gt;", value "v&lt;i&gt;" (null for every
  * --null-every'th), header h=&lt;i&gt;, i counting from --start (default 0); with
  * --partitions N record i goes to partition i % N, with --timestamp-base B its
- * create time is B + i.
+ * create time is B + i. With --stream each acknowledgement (or failure) is
+ * printed as it comes, with the record's value, and --rate paces the sends
+ * (records a second): for tests that fault brokers while records flow.
  */
 public final class ClientHarness {
     private static final String USAGE = String.join("\n",
         "usage: ClientHarness <command> --bootstrap HOST:PORT [options]",
         "  produce --topic T [--partition P | --partitions N] --count N [--compression none|gzip|snappy|lz4|zstd]",
         "          [--null-every K] [--start I] [--timestamp-base MS] [--idempotent|--no-idempotent]",
-        "          [--transactional-id ID] [--acks A]",
+        "          [--transactional-id ID] [--acks A] [--stream [--rate R]]",
         "  consume --topic T --partition P... [--offset earliest|latest|N] --count N [--timeout-ms MS]",
         "  group-consume --topic T --group G --count N [--timeout-ms MS] [--session-timeout-ms MS]",
         "  list-offsets --topic T (--partition P --timestamp MS|earliest|latest|max)...",
@@ -169,6 +171,9 @@ public final class ClientHarness {
         int count = intOpt("count", 1), nullEvery = intOpt("null-every", 0), start = intOpt("start", 0);
         int partitions = intOpt("partitions", 0);
         Long timestampBase = opts.containsKey("timestamp-base") ? Long.valueOf(opt("timestamp-base")) : null;
+        if (opts.containsKey("stream")) {
+            return produceStream(p, topic, partition, partitions, start, count, intOpt("rate", 0));
+        }
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
             if (txId != null) {
                 producer.initTransactions();
@@ -190,6 +195,34 @@ public final class ClientHarness {
                 System.out.println("{\"topic\":" + q(md.topic()) + ",\"partition\":" + md.partition()
                     + ",\"offset\":" + md.offset() + ",\"timestamp\":" + md.timestamp() + "}");
             }
+        }
+        return 0;
+    }
+
+    private int produceStream(Properties p, String topic, Integer partition, int partitions, int start, int count,
+                              int rate) throws Exception {
+        long begin = System.nanoTime();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            for (int i = start; i < start + count; i++) {
+                if (rate > 0) {
+                    long due = begin + (long) (i - start) * 1_000_000_000L / rate;
+                    long wait = due - System.nanoTime();
+                    if (wait > 0) Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
+                }
+                String value = "v" + i;
+                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(topic,
+                    partitions > 0 ? Integer.valueOf(i % partitions) : partition, bytes("k" + i), bytes(value));
+                producer.send(rec, (md, e) -> {
+                    if (e != null) {
+                        System.out.println("{\"error\":" + q(e.getClass().getSimpleName()) + ",\"value\":" + q(value)
+                            + "}");
+                    } else {
+                        System.out.println("{\"partition\":" + md.partition() + ",\"offset\":" + md.offset()
+                            + ",\"value\":" + q(value) + "}");
+                    }
+                });
+            }
+            producer.flush();
         }
         return 0;
     }

@@ -308,7 +308,7 @@ async function main () {
   }
   const kafka = new Kafka({
     clientId: args.opt('client-id', 'kafka-compat-kafkajs-harness'),
-    brokers: [args.opt('bootstrap')],
+    brokers: args.opt('bootstrap').split(','),      // HOST:PORT[,HOST:PORT...], as the other clients take it
     logLevel: logLevel.ERROR,
     retry: { retries: 3 },
     ssl: args.has('ssl-ca') ? tls(args) : undefined,

@@ -60,11 +60,15 @@ class MemberSummary:
 
 
 class GroupCoordinator:
-    def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms):
+    def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms,
+                 offsets_replication_factor: int = 1):
+        """``offsets_replication_factor``: what `__consumer_offsets` is created with (a cluster gives
+        offsets.topic.replication.factor; a single node 1)."""
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.clock = clock
-        self.runtime = CoordinatorRuntime(config, replica_manager, metadata_cache, controller)
+        self.runtime = CoordinatorRuntime(config, replica_manager, metadata_cache, controller,
+                                          offsets_replication_factor)
         self.groups = GroupMetadataManager(self.runtime, clock)
         self.classic = ClassicGroupProtocol(config, broker_id, self.groups, self.validate_group_status)
         self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock)
@@ -76,9 +80,9 @@ class GroupCoordinator:
     # ------------------------------------------------------------ lifecycle
     async def startup(self) -> None:
         self.classic.startup()
-        for index in self.runtime.local_partitions():
-            self.on_election(index)
         self.active = True
+        for index in self.runtime.led_partitions():
+            self.on_election(index)
         self._schedule_expiration()
 
     async def shutdown(self) -> None:
@@ -120,13 +124,19 @@ class GroupCoordinator:
         return E.NONE, state.leader
 
     def validate_group_status(self, group_id: str | None, api: str) -> int | None:
-        """INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, else None."""
+        """INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR,
+        else None."""
         if group_id is None or (not group_id and api not in _EMPTY_GROUP_ID_OK):
             return E.INVALID_GROUP_ID
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE
         if self.runtime.is_group_loading(group_id):
             return E.COORDINATOR_LOAD_IN_PROGRESS
+        if not self.runtime.is_group_local(group_id):
+            # the topic comes into being on first use; a single node then leads the group's partition
+            if self.runtime.topic_exists() or not self.runtime.ensure_topic() \
+                    or not self.runtime.is_group_local(group_id):
+                return E.NOT_COORDINATOR
         return None
 
     # ------------------------------------------------------------ classic protocol
@@ -316,13 +326,19 @@ class GroupCoordinator:
         return errors
 
     # ------------------------------------------------------------ loading and unloading
-    def on_election(self, index: int):
-        """This broker leads `__consumer_offsets` partition `index`: load its groups and offsets."""
-        return self.runtime.on_election(index, self._replay_partition)
+    def on_election(self, index: int, leader_epoch: int = -1):
+        """This broker leads `__consumer_offsets` partition `index` (from LeaderAndIsr, at this leader epoch;
+        -1: unknown): load its groups and offsets. Returns the load's task, None if nothing is to load."""
+        if not self.active:
+            return None
+        return self.runtime.on_election(index, self._replay_partition, leader_epoch)
 
-    def on_resignation(self, index: int) -> None:
-        """This broker no longer leads partition `index`: drop its groups and offsets from memory."""
-        self.runtime.on_resignation(index)
+    def on_resignation(self, index: int, leader_epoch: int = -1) -> None:
+        """This broker no longer leads partition `index`: drop its groups and offsets from memory (classic
+        and consumer groups alike; the new leader loads them). A resignation older than the election that
+        loaded the partition is ignored."""
+        if not self.runtime.on_resignation(index, leader_epoch):
+            return
         for group in self.groups.groups_of_partition(index):
             self._unload(group)
             self.groups.remove(group.group_id)      # marks it dead: requests still holding it stop

@@ -8,12 +8,20 @@ answer from memory; a partition is read back only when this broker becomes its
 leader (`on_election`), and forgotten when it stops leading it (`on_resignation`).
 While a partition loads, its groups get COORDINATOR_LOAD_IN_PROGRESS.
 
+A group is served here only while its partition is led here and loaded
+(`is_group_local`; others get NOT_COORDINATOR). Leader epochs order elections
+and resignations, so a late resignation does not unload a newer election's load.
+
 The topic is created on first use (FindCoordinator, or the first write) with
-`offsets.topic.num.partitions` partitions and `cleanup.policy=compact`.
+`offsets.topic.num.partitions` partitions, `cleanup.policy=compact` and the
+replication factor the composition root gives (offsets.topic.replication.factor
+in a cluster, where the controller creates it asynchronously and creation fails
+until that many brokers are alive).
 """
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import Callable
 
@@ -74,7 +82,7 @@ def read_partition(replica_manager, index: int, load_buffer_size: int
 
 
 class CoordinatorRuntime:
-    def __init__(self, config, replica_manager, metadata_cache, controller):
+    def __init__(self, config, replica_manager, metadata_cache, controller, offsets_replication_factor: int = 1):
         cfg = config
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -84,9 +92,13 @@ class CoordinatorRuntime:
         self.load_buffer_size = cfg["offsets.load.buffer.size"]
         self.compression = cfg["offsets.topic.compression.codec"]
         self.segment_bytes = cfg["offsets.topic.segment.bytes"]
+        self.offsets_replication_factor = offsets_replication_factor
         self.loading: set[int] = set()
+        self.owned: set[int] = set()            # partitions led here and loaded: their groups are ours
+        self.epochs: dict[int, int] = {}        # leader epoch of each partition's latest election here
         self._partition_of: dict[str, int] = {}
         self._load_tasks: dict[int, asyncio.Task] = {}
+        self._creating: asyncio.Future | None = None
 
     # ------------------------------------------------------------ partitions
     def partition_for(self, group_id: str) -> int:
@@ -98,6 +110,10 @@ class CoordinatorRuntime:
     def is_group_loading(self, group_id: str) -> bool:
         return bool(self.loading) and self.partition_for(group_id) in self.loading
 
+    def is_group_local(self, group_id: str) -> bool:
+        """Kafka's isGroupLocal: the group's partition is led here and loaded."""
+        return self.partition_for(group_id) in self.owned
+
     @property
     def is_loading(self) -> bool:
         return bool(self.loading)
@@ -106,21 +122,33 @@ class CoordinatorRuntime:
         return self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME) is not None
 
     def ensure_topic(self) -> bool:
-        """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it cannot be."""
+        """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it is not
+        there yet (it cannot be created now, or a cluster's controller is still creating it)."""
         if self.topic_exists():
             return True
+        if self._creating is not None and not self._creating.done():
+            return False
         configs = {"cleanup.policy": "compact", "compression.type": "producer",
                    "segment.bytes": str(self.segment_bytes)}
         try:
-            self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
+            created = self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
+                                                   self.offsets_replication_factor, configs)
         except KafkaError as e:   # e.g. KAFKA_STORAGE_ERROR: the disk is full; the message says so
             log.error("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
             return False
         except Exception:
             log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
             return False
+        if inspect.isawaitable(created):       # a cluster (ZkAdminManager): the leaders arrive by LeaderAndIsr
+            self._creating = asyncio.ensure_future(created)
+            self._creating.add_done_callback(_creation_done)
+            return False
         log.info("created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
-        return True
+        for index in range(self.num_partitions):      # a single node leads them all, empty: nothing to load
+            partition = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+            if partition is not None and partition.is_leader:
+                self.owned.add(index)
+        return self.topic_exists()
 
     # ------------------------------------------------------------ writing
     def append(self, group_id: str, records: list[Record], callback: Callable[[int], None],
@@ -157,20 +185,34 @@ class CoordinatorRuntime:
             settled(results)
 
     # ------------------------------------------------------------ loading and unloading
-    def local_partitions(self) -> list[int]:
-        """The `__consumer_offsets` partitions this broker holds."""
+    def led_partitions(self) -> list[int]:
+        """The `__consumer_offsets` partitions this broker leads (at startup: those to load)."""
         topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
         if topic is None:
             return []
         self.num_partitions = topic.partitions
         self._partition_of.clear()
-        return [i for i in range(topic.partitions)
-                if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i) is not None]
+        led = []
+        for i in range(topic.partitions):
+            partition = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i)
+            if partition is not None and partition.is_leader:
+                led.append(i)
+        return led
 
-    def on_election(self, index: int, replay: Callable[[int, list[Record], dict[int, list[Record]]], None]
-                    ) -> asyncio.Task:
-        """This broker leads partition `index` now: mark it loading and replay it in the background,
-        handing its records to ``replay(index, records, open transactions' records)`` on the loop."""
+    def on_election(self, index: int, replay: Callable[[int, list[Record], dict[int, list[Record]]], None],
+                    leader_epoch: int = -1) -> asyncio.Task | None:
+        """This broker leads partition `index` now (at ``leader_epoch``; -1: unknown): mark it loading and
+        replay it in the background, handing its records to ``replay(index, records, open transactions'
+        records)`` on the loop. A partition already loaded or loading here only takes a newer epoch (as
+        Kafka's runtime does; None)."""
+        if leader_epoch > self.epochs.get(index, -1):
+            self.epochs[index] = leader_epoch
+        if index in self.loading or index in self.owned:
+            return None
+        topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
+        if topic is not None and topic.partitions != self.num_partitions:
+            self.num_partitions = topic.partitions
+            self._partition_of.clear()
         self.loading.add(index)
         task = asyncio.get_running_loop().create_task(self._load(index, replay))
         self._load_tasks[index] = task
@@ -188,15 +230,28 @@ class CoordinatorRuntime:
         except Exception:
             log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
         finally:
-            self.loading.discard(index)
-            self._load_tasks.pop(index, None)
+            # a resignation may have cancelled this load and a new election started another meanwhile
+            if self._load_tasks.get(index) is asyncio.current_task():
+                del self._load_tasks[index]
+                if index in self.loading:
+                    self.loading.discard(index)
+                    self.owned.add(index)
 
-    def on_resignation(self, index: int) -> None:
-        """This broker no longer leads partition `index`: stop a load still running."""
+    def on_resignation(self, index: int, leader_epoch: int = -1) -> bool:
+        """This broker no longer leads partition `index` (the epoch that says so; -1 or -2: unknown, as
+        StopReplica for a deletion): stop a load still running. False if the resignation is older than
+        the election that loaded the partition here, and so ignored."""
+        if leader_epoch >= 0 and self.epochs.get(index, -1) > leader_epoch:
+            return False
+        self._forget(index)
+        return True
+
+    def _forget(self, index: int) -> None:
+        self.owned.discard(index)
+        self.loading.discard(index)
         task = self._load_tasks.pop(index, None)
         if task is not None and not task.done():
             task.cancel()
-        self.loading.discard(index)
 
     async def wait_loaded(self) -> None:
         """Until every load started so far has finished."""
@@ -210,3 +265,9 @@ class CoordinatorRuntime:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._load_tasks.clear()
         self.loading.clear()
+        self.owned.clear()
+
+
+def _creation_done(future: asyncio.Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, future.exception())

@@ -11,6 +11,10 @@ classifies the ways a request can be unacceptable, because Kafka treats them
 differently: an ApiVersions request of too high a version still gets an
 answer (UNSUPPORTED_VERSION, v0 body), anything else unknown closes the
 connection.
+
+The other direction, for our own outbound client (a broker fetching from a
+leader, the controller sending LeaderAndIsr): `encode_request` frames a
+request, `response_correlation_id` and `decode_response` read the answer.
 """
 from __future__ import annotations
 
@@ -242,8 +246,14 @@ def frame_response(info: ApiInfo, version: int, correlation_id: int, body,
     return b
 
 
-def encode_request(api_key: int, version: int, body, correlation_id: int, client_id: str | None) -> bytes:
-    """A whole request frame (size prefix, header, body): what a client sends."""
+class InvalidResponse(Exception):
+    """A response frame our codecs cannot read: the connection it came on is no longer usable."""
+
+
+def encode_request(api_key: int, version: int, body, correlation_id: int, client_id: str | None = "kafka-compat"
+                   ) -> bytes:
+    """A whole request frame (size prefix, the header version the API and version call for, body): what a
+    client sends."""
     info = APIS[api_key]
     b = bytearray(4)
     RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id,
@@ -253,11 +263,23 @@ def encode_request(api_key: int, version: int, body, correlation_id: int, client
     return bytes(b)
 
 
+def response_correlation_id(frame) -> int:
+    """The correlation id that opens every response header (v0 and v1 alike), to find its request."""
+    if len(frame) < 4:
+        raise InvalidResponse("response shorter than its correlation id")
+    return _SIZE.unpack_from(frame, 0)[0]
+
+
 def decode_response(api_key: int, version: int, frame) -> tuple[int, object]:
-    """(correlation id, body) of a response frame (without its size prefix)."""
+    """(correlation id, body) of a response frame without its size prefix. Record fields stay views
+    into ``frame``. Raises InvalidResponse on anything the schema does not allow."""
     info = APIS[api_key]
-    header, pos = ResponseHeader.decode(frame, response_header_version(info, version))
-    body, _ = info.response.decode(frame, version, pos)
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    try:
+        header, pos = ResponseHeader.decode(mv, response_header_version(info, version))
+        body, _ = info.response.decode(mv, version, pos)
+    except DecodeError as e:
+        raise InvalidResponse(f"{info.name} v{version} response: {e}") from e
     return header.correlation_id, body
 
 

@@ -8,6 +8,10 @@ from .registry import handles
 
 class ApiVersionsApi:
     def __init__(self, supported_versions: dict[int, tuple[int, int]]):
+        self.set_supported_versions(supported_versions)
+
+    def set_supported_versions(self, supported_versions: dict[int, tuple[int, int]]) -> None:
+        """The table to advertise (a cluster member's holds the control APIs and its controller's too)."""
         self.api_keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                          for k, (lo, hi) in sorted(supported_versions.items())]
 

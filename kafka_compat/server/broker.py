@@ -1,11 +1,31 @@
 """The broker: the one composition root (Kafka's KafkaServer).
 
 Everything is built here, in dependency order, and handed its collaborators:
-config → log dirs and cluster id → MetadataCache and the controller's topic
-store → LogManager → ReplicaManager → the controller publishes leadership →
+config → log dirs and cluster id → MetadataCache → LogManager → ReplicaManager →
 coordinators → request handlers (KafkaApis) → SocketServer. Nothing else
 constructs these objects, and none of them reaches back for another through
 the broker. `kafka-compat serve` (and so `kafka_compat.testing`) runs this.
+
+Without `zookeeper.connect` the broker is a single node: the LocalController
+keeps topics beside the logs and publishes leadership to the ReplicaManager and
+MetadataCache itself. With it the broker is a member of a ZooKeeper cluster, as
+Kafka's ZooKeeper-mode broker:
+
+- it connects KafkaZkClient (blocking: always in worker threads), takes the
+  cluster id from /cluster/id (create-or-get), checked against meta.properties;
+- the MetadataCache is fed only by UpdateMetadata, partitions only by
+  LeaderAndIsr and StopReplica (server/control_requests.py);
+- followers fetch through the ReplicaFetcherManager, leaders send ISR changes to
+  the controller through the AlterPartitionManager, both over NetworkClients on
+  the inter-broker listener;
+- it registers /brokers/ids/<id> once it listens (server/zk_registration.py),
+  stops acting as leader once its ZooKeeper session may have expired, and
+  registers again (a new broker epoch) after losing it;
+- producer id blocks come from /latest_producer_id_block;
+- the ZooKeeper controller and the topic admin manager come from factories
+  (`controller_factory`, `admin_manager_factory`), which get a ClusterLinks;
+- on SIGTERM (``stop``) it first asks the controller to move its leadership away
+  (ControlledShutdown) when controlled.shutdown.enable.
 """
 from __future__ import annotations
 
@@ -16,25 +36,32 @@ import re
 import socket
 import uuid
 from base64 import urlsafe_b64encode
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from kafka_compat.storage.log_manager import LogManager
 
 from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
-from ..endpoint import SecurityProtocol
+from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
+from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
 from ..network.connection_quotas import ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
 from ..transaction import TransactionCoordinator
+from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
+from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import AuthHelper
 from .broker_topic_stats import BrokerTopicStats
@@ -43,6 +70,7 @@ from .client_quotas import ClientQuotasApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
+from .control_requests import ControlRequestsApi
 from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
@@ -63,8 +91,10 @@ from .metadata import MetadataApi
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
 from .offsets import OffsetsApi
 from .produce import ProduceApi
-from .producer_id_manager import ProducerIdManager
+from .producer_id_manager import LocalProducerIdBlocks, ProducerIdManager
 from .prometheus import BrokerMetrics, PrometheusEndpoint
+from .registry import marked_handlers
+from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
@@ -72,19 +102,23 @@ from .scram_apis import ScramApis
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .write_txn_markers import WriteTxnMarkersApi
+from .zk_registration import ZkBrokerRegistration
+from .zk_topic_configs import ZkTopicConfigs
 
 log = logging.getLogger(__name__)
 
 _CLUSTER_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
-__all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_versions"]
+__all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "advertised_api_versions"]
 
-# Every request handler class; ApiVersions advertises exactly what their methods register.
+# Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
                    WriteTxnMarkersApi)
+CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def enabled_handler_classes(config=None) -> tuple:
@@ -98,14 +132,70 @@ def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
     return supported_versions(enabled_handler_classes(config))
 
 
+@dataclass(frozen=True)
+class ClusterLinks:
+    """What the ZooKeeper controller and the topic admin manager are built with (their factories' argument).
+
+    ``send(broker, api_key, api_version, body)`` returns a ``concurrent.futures.Future`` of the response
+    body and may be called from any thread; ``broker`` is a zk_data.BrokerInfo, a MetadataCache BrokerInfo
+    or a broker id, reached on the inter-broker listener. ``broker_epoch()`` is this broker's registration
+    (None while it is not registered).
+    """
+
+    config: Any
+    broker_id: int
+    zk_client: KafkaZkClient
+    send: ThreadSafeSender
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    topic_configs: ZkTopicConfigs
+    broker_epoch: Callable[[], int | None]
+    loop: asyncio.AbstractEventLoop
+    controller_metrics: ControllerMetrics | None = None    # the broker's gauges, fed by the active controller
+
+
+class ClusterAdminUnavailable:
+    """Stands in for the ZooKeeper admin manager until one is given: topic configs are read from ZooKeeper,
+    every change is refused (the controller owns topics)."""
+
+    def __init__(self, topic_configs: ZkTopicConfigs):
+        self.topic_configs_source = topic_configs
+        self.on_topic_deleted: list = []
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        return self.topic_configs_source.topic_configs(topic)
+
+    def log_config(self, topic: str):
+        return self.topic_configs_source.log_config(topic)
+
+    def _refuse(self, *args, **kwargs):
+        raise KafkaError(ErrorCode.NOT_CONTROLLER, "this broker has no ZooKeeper admin manager to change topics")
+
+    create_topic = delete_topic = create_partitions = set_topic_configs = check_new_topic = _refuse
+
+    def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
+        return configs
+
+
 class Broker:
     def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None,
-                 config_store: ConfigStore | None = None):
+                 config_store: ConfigStore | None = None,
+                 controller_factory: Callable[[ClusterLinks], Any] | None = None,
+                 admin_manager_factory: Callable[[ClusterLinks, Any], Any] | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
         ``security_stores``: where ACLs and SCRAM credentials live; ``config_store``: where dynamic configs
-        and quotas live. By default: in ZooKeeper when zookeeper.connect is set (on one client of their
-        own; the cluster wiring passes zk_security_stores / ZkConfigStore over its client instead), else
-        files in the first log dir."""
+        and quotas live. By default: in ZooKeeper when zookeeper.connect is set (a cluster member keeps
+        both on its own ZooKeeper client), else files in the first log dir.
+
+        In a cluster (zookeeper.connect set), ``controller_factory(links)`` builds the ZooKeeper controller
+        (an object with ``startup()`` and ``shutdown()``, both blocking, and optionally ``api_handlers()``
+        giving handler objects for the APIs a controller answers: ControlledShutdown, AlterPartition...;
+        they take the place of a single node's handlers of the same APIs), and
+        ``admin_manager_factory(links, controller)`` the topic admin (LocalController's interface:
+        create_topic, delete_topic, create_partitions, set_topic_configs, topic_configs..., optionally
+        the coroutines ``startup()`` / ``shutdown()`` and ``try_complete_delayed_topic_operations``).
+        Without them the broker follows a controller elsewhere and refuses topic changes.
+        """
         self.config = config
         self.config_store = config_store
         self.quotas: QuotaManagers | None = None
@@ -116,11 +206,15 @@ class Broker:
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
         self.security_stores = security_stores
+        self.controller_factory = controller_factory
+        self.admin_manager_factory = admin_manager_factory
         self.broker_id = config.broker_id
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
+        self.cluster_mode = bool(config["zookeeper.connect"])
         self.cluster_id: str | None = None
         self.metadata_cache: MetadataCache | None = None
-        self.controller: LocalController | None = None
+        self.controller: Any = None               # LocalController (single node) or the topic admin manager
+        self.zk_controller: Any = None            # the ZooKeeper controller (cluster)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -132,35 +226,102 @@ class Broker:
         self.listener_security: dict = {}
         self._stores_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
+        self.zk_client: KafkaZkClient | None = None
+        self.registration: ZkBrokerRegistration | None = None
+        self.topic_configs: ZkTopicConfigs | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
+        self.to_controller: NetworkClient | None = None       # AlterPartition, ControlledShutdown
+        self.controller_channel: NetworkClient | None = None  # the controller's requests to brokers
+        self.sender: ThreadSafeSender | None = None
         self.started = False
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        cfg = self.config
         connection_quotas = self._connection_quotas()       # a bad overrides value stops us before any work
         if self._retain_freed_buffers:
             retain_freed_buffers()
-        self.cluster_id = self._prepare_dirs()
-        await asyncio.to_thread(self._security)            # the stores may read ZooKeeper: off the event loop
-        # dynamic configs before the logs (as Kafka's DynamicBrokerConfig.initialize): they load with their defaults
+        if self.cluster_mode:
+            await self._start_cluster(connection_quotas)
+        else:
+            await self._start_single_node(connection_quotas)
+        await self._start_prometheus()
+        self.started = True
+        log.info("kafka-compat %s %d serving %s (cluster %s)", "broker" if self.cluster_mode else "node",
+                 self.broker_id, ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound),
+                 self.cluster_id)
+
+    async def _start_dynamic_config(self, zk_client: KafkaZkClient | None) -> None:
+        """Dynamic configs and quotas, before the logs (as Kafka's DynamicBrokerConfig.initialize): they
+        load with their defaults. ``zk_client``: a cluster member's own client, which keeps them in ZooKeeper."""
+        cfg = self.config
         self.quotas = QuotaManagers.from_config(cfg)
         store = self.config_store
-        if store is None:
+        if store is None and zk_client is not None:
+            store = ZkConfigStore(zk_client)
+        elif store is None:
             store = (ZkConfigStore(await asyncio.to_thread(self._stores_zk_client)) if cfg["zookeeper.connect"]
                      else LocalConfigStore(self.log_dirs[0]))
         self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
         await self.dynamic_config.startup()
-        self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
-        self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
+
+    async def _start_prometheus(self) -> None:
+        cfg = self.config
+        if cfg["prometheus.listener"] is None:
+            return
+        self.prometheus = PrometheusEndpoint(cfg["prometheus.listener"], BrokerMetrics(
+            broker_id=self.broker_id, request_channel=self.request_channel,
+            broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
+            socket_server=self.socket_server, group_coordinator=self.group_coordinator,
+            controller_metrics=self.controller_metrics, quotas=self.quotas))
+        try:
+            self.prometheus.start()
+        except OSError as e:
+            await self.stop()
+            raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
+                                   f"{e.strerror or e}") from e
+
+    def _new_log_manager(self, default_config, topic_config) -> LogManager:
+        cfg = self.config
         # The flusher wakes at least every second so flush.ms is honoured even when
         # log.flush.scheduler.interval.ms keeps Kafka's "never" default.
-        self.log_manager = LogManager(
-            self.log_dirs, self.controller.log_config(""), topic_config=self.controller.log_config,
+        return LogManager(
+            self.log_dirs, default_config, topic_config=topic_config,
             retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
             cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
             producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
+
+    def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
+        """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
+        cfg = self.config
+        self.request_channel = RequestChannel(self.apis.handle, self.quotas,
+                                              metrics=cfg["prometheus.listener"] is not None)
+        return SocketServer(
+            cfg.listeners, self.request_channel.handle, self.apis.supported_versions(),
+            request_done=self.request_channel.request_done,
+            max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
+            connection_quotas=connection_quotas)
+
+    async def _start_socket_server(self, connection_quotas: ConnectionQuotas) -> None:
+        self.socket_server = self._new_socket_server(connection_quotas)
+        try:
+            await self.socket_server.start()
+        except BrokerStartError:
+            await self.stop()
+            raise
+
+    async def _start_single_node(self, connection_quotas: ConnectionQuotas) -> None:
+        cfg = self.config
+        self.cluster_id = self._prepare_dirs()
+        await asyncio.to_thread(self._security)            # the stores may read files: off the event loop
+        await self._start_dynamic_config(None)
+        self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
+        self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
+        self.log_manager = self._new_log_manager(self.controller.log_config(""), self.controller.log_config)
         # Loading recovers logs after an unclean shutdown: keep that off the event loop.
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(
@@ -180,46 +341,120 @@ class Broker:
         # Consumer groups reassign when their topics appear, go or grow.
         self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
-        self.producer_ids = ProducerIdManager(self.log_dirs[0])
+        self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
+        await self._start_transactions(elect_locally=True)
+        self.apis = KafkaApis(self._handlers())
+        await self._start_socket_server(connection_quotas)
+        self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+
+    async def _start_transactions(self, elect_locally: bool) -> None:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
         self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
                                                     self.group_coordinator.clock, AuthHelper(self.authorizer))
-        self.txn_coordinator = TransactionCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
-                                                      self.controller, self.producer_ids,
-                                                      self.txn_marker_writer.write_markers)
+        self.txn_coordinator = TransactionCoordinator(self.config, self.broker_id, self.replica_manager,
+                                                      self.metadata_cache, self.controller, self.producer_ids,
+                                                      self.txn_marker_writer.write_markers,
+                                                      elect_locally=elect_locally)
         await self.txn_coordinator.startup()
-        self.apis = KafkaApis(self._handlers())
-        self.request_channel = RequestChannel(self.apis.handle, self.quotas,
-                                              metrics=cfg["prometheus.listener"] is not None)
-        self.socket_server = SocketServer(
-            cfg.listeners, self.request_channel.handle, self.apis.supported_versions(),
-            request_done=self.request_channel.request_done,
-            max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
-            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
-            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
-            connection_quotas=connection_quotas)
+
+    async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        self._prepare_dirs(write=False)
+        self.zk_client = KafkaZkClient.from_config(cfg)
         try:
-            await self.socket_server.start()
+            await asyncio.to_thread(self.zk_client.start)
+            await asyncio.to_thread(self.zk_client.create_top_level_paths)
+            self.cluster_id = await asyncio.to_thread(self._cluster_id)
+            if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
+                self.security_stores = zk_security_stores(self.zk_client)
+            await asyncio.to_thread(self._security)
+            await self._start_dynamic_config(self.zk_client)   # quotas and dynamic configs on our client too
         except BrokerStartError:
             await self.stop()
             raise
-        self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
-        if cfg["prometheus.listener"] is not None:
-            self.prometheus = PrometheusEndpoint(cfg["prometheus.listener"], BrokerMetrics(
-                broker_id=self.broker_id, request_channel=self.request_channel,
-                broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
-                socket_server=self.socket_server, group_coordinator=self.group_coordinator,
-                controller_metrics=self.controller_metrics, quotas=self.quotas))
-            try:
-                self.prometheus.start()
-            except OSError as e:
-                await self.stop()
-                raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
-                                       f"{e.strerror or e}") from e
-        self.started = True
-        log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
-                 ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
+        except Exception as e:
+            await self.stop()
+            raise BrokerStartError(f"cannot use ZooKeeper at {cfg['zookeeper.connect']}: {e or type(e).__name__}") \
+                from e
+        self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
+        self.topic_configs = ZkTopicConfigs(self.zk_client, cfg, self._topic_config_changed)
+        self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config)
+        await asyncio.to_thread(self.log_manager.startup)
+        client_id = f"broker-{self.broker_id}"
+        self.to_controller = NetworkClient(f"{client_id}-to-controller",
+                                           request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        self.controller_channel = NetworkClient(f"controller-{self.broker_id}",
+                                                request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        self.sender = ThreadSafeSender(self.controller_channel, loop, self._inter_broker_node)
+        self.alter_partition_manager = AlterPartitionManager(self.broker_id, self._broker_epoch_or_unknown,
+                                                             self._send_to_controller)
+        fetcher_config = FetcherConfig.from_broker_config(cfg)
+        max_response = max(cfg["replica.fetch.response.max.bytes"], cfg["replica.fetch.max.bytes"],
+                           cfg["message.max.bytes"]) + (1 << 20)
+
+        def fetcher_client() -> NetworkClient:
+            return NetworkClient(f"{client_id}-fetcher", request_timeout_ms=cfg["replica.socket.timeout.ms"],
+                                 max_response_bytes=max(max_response, 100 * 1024 * 1024))
+
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self.topic_configs.log_config,
+            hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
+            fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
+            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"],
+            broker_topic_stats=self.broker_topic_stats, metadata_cache=self.metadata_cache,
+            alter_partition_manager=self.alter_partition_manager,
+            fetcher_manager_factory=lambda rm: ReplicaFetcherManager(rm, fetcher_client, fetcher_config,
+                                                                     self._broker_epoch_or_unknown),
+            inter_broker_listener=cfg.inter_broker_listener_name,
+            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"])
+        self.replica_manager.startup()
+        self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
+        links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
+                             self.replica_manager, self.topic_configs, self._broker_epoch, loop,
+                             self.controller_metrics)
+        # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
+        # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
+        if self.controller_factory is not None:
+            self.zk_controller = self.controller_factory(links)
+        self.controller = (self.admin_manager_factory(links, self.zk_controller)
+                           if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
+        # one /config/changes listener: the admin manager's when it has one, else the topic configs' own watch
+        add_listener = getattr(self.controller, "add_topic_config_listener", None)
+        if add_listener is not None:
+            self.topic_configs.follow(add_listener, loop)
+        if hasattr(self.controller, "startup"):
+            await self.controller.startup()
+        self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
+                                                  self.controller,
+                                                  offsets_replication_factor=cfg["offsets.topic.replication.factor"])
+        # Consumer groups reassign when their topics appear, go or grow (UpdateMetadata feeds the cache here).
+        self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
+        await self.group_coordinator.startup()
+        self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
+        # HOOK(txn): a cluster's transaction coordinator is not moved with __transaction_state leadership yet
+        await self._start_transactions(elect_locally=False)
+        handlers = self._handlers()
+        handlers.append(ControlRequestsApi(
+            self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
+            self.topic_configs, metadata_listeners=self._metadata_listeners()))
+        if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
+            handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
+        self.apis = KafkaApis(handlers)
+        handlers[0].set_supported_versions(self.apis.supported_versions())
+        await self._start_socket_server(connection_quotas)
+        self.registration = ZkBrokerRegistration(
+            self.zk_client, self._zk_broker_info, loop, on_suspended=self._on_zk_suspended,
+            on_resumed=self._on_zk_resumed, on_lost=self._on_zk_session_lost, on_registered=self._on_registered)
+        try:
+            await self.registration.start()
+            if add_listener is None:
+                await asyncio.to_thread(self.topic_configs.start_watching, loop)
+        except Exception as e:
+            await self.stop()
+            raise BrokerStartError(f"cannot register broker {self.broker_id} in ZooKeeper: {e}") from e
+        if self.zk_controller is not None:
+            await asyncio.to_thread(self.zk_controller.startup)
 
     def _stores_zk_client(self) -> KafkaZkClient:
         """The ZooKeeper client of the stores this broker opens itself (blocking: from a worker thread)."""
@@ -302,20 +537,41 @@ class Broker:
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
 
+    def _metadata_listeners(self) -> list:
+        hook = getattr(self.controller, "try_complete_delayed_topic_operations", None)
+        return [hook] if hook is not None else []
+
     async def stop(self) -> None:
+        """Stop; in a cluster, first move leadership away (ControlledShutdown) when so configured."""
+        if self.cluster_mode and self.started and self.config["controlled.shutdown.enable"]:
+            await self.controlled_shutdown()
         if self.prometheus is not None:
             self.prometheus.stop()
             self.prometheus = None
+        if self.zk_controller is not None:
+            await asyncio.to_thread(self.zk_controller.shutdown)
+        if self.cluster_mode and hasattr(self.controller, "shutdown"):
+            await self.controller.shutdown()
+        if self.registration is not None:
+            self.registration.close()
+        if self.topic_configs is not None:
+            self.topic_configs.stop_watching()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.txn_coordinator is not None:
             await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
-        if self.controller is not None:
-            self.controller.shutdown()
+        if self.controller is not None and not self.cluster_mode:
+            self.controller.shutdown()               # the LocalController's chunks stop
         if self.replica_manager is not None:
+            await self.replica_manager.shutdown_fetchers()
             self.replica_manager.shutdown()
+        if self.alter_partition_manager is not None:
+            await self.alter_partition_manager.shutdown()
+        for client in (self.to_controller, self.controller_channel):
+            if client is not None:
+                await client.close()
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
             self.log_manager = None
@@ -327,10 +583,113 @@ class Broker:
         if self._stores_zk is not None:
             await asyncio.to_thread(self._stores_zk.close)
             self._stores_zk = None
+        if self.zk_client is not None:
+            await asyncio.to_thread(self.zk_client.close)       # our registration goes with the session
+            self.zk_client = None
         self.started = False
 
+    # ------------------------------------------------------------ cluster membership
+    def _broker_epoch(self) -> int | None:
+        return self.registration.epoch if self.registration is not None else None
+
+    def _broker_epoch_or_unknown(self) -> int:
+        epoch = self._broker_epoch()
+        return -1 if epoch is None else epoch
+
+    def _cluster_id(self) -> str:
+        """Kafka's getOrGenerateClusterId against meta.properties (blocking)."""
+        stored = self._read_meta(self.log_dirs[0]).get("cluster.id")
+        cluster_id = self.zk_client.create_or_get_cluster_id(_new_cluster_id())
+        if stored and stored != cluster_id:
+            raise BrokerStartError(f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in "
+                                   f"meta.properties. The broker is trying to join the wrong cluster.")
+        for directory in self.log_dirs:
+            self._write_meta(directory, {"version": "0", "broker.id": str(self.broker_id), "cluster.id": cluster_id})
+        return cluster_id
+
+    def _zk_broker_info(self) -> zd.BrokerInfo:
+        info = self._broker_info()
+        endpoints = tuple(EndPoint(e.listener, e.host, e.port, SecurityProtocol(e.security_protocol))
+                          for e in info.endpoints)
+        return zd.BrokerInfo(self.broker_id, endpoints, info.rack)
+
+    def _zk_producer_id_block(self) -> tuple[int, int]:
+        block = self.zk_client.allocate_producer_id_block(self.broker_id)
+        return block.first_producer_id, block.size
+
+    def _inter_broker_node(self, broker) -> Node:
+        """A broker (zk_data.BrokerInfo, MetadataCache BrokerInfo, or an id) as reached on the inter-broker listener."""
+        listener = self.config.inter_broker_listener_name
+        if isinstance(broker, int):
+            broker_id, endpoint = broker, self.metadata_cache.endpoint(broker, listener)
+        else:
+            broker_id = broker.id if isinstance(broker, zd.BrokerInfo) else broker.broker_id
+            endpoint = broker.endpoint(listener)
+        if endpoint is None or not endpoint.host:
+            raise DisconnectedError(f"broker {broker_id} has no {listener} endpoint")
+        return Node(broker_id, endpoint.host, endpoint.port)
+
+    async def _send_to_controller(self, api_key: int, api_version: int, body, timeout_ms: int | None = None):
+        controller_id = self.metadata_cache.controller_id
+        if controller_id < 0:
+            raise DisconnectedError("no controller is known yet")
+        return await self.to_controller.send(self._inter_broker_node(controller_id), api_key, api_version, body,
+                                             timeout_ms)
+
+    def _topic_config_changed(self, topic: str) -> None:
+        if self.replica_manager is not None:
+            self.replica_manager.topic_config_changed(topic)
+
+    def _resign_coordinators(self, partitions) -> None:
+        for partition in partitions:
+            if partition.topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
+
+    def _on_zk_suspended(self) -> None:
+        self._resign_coordinators(self.replica_manager.fence_leadership())
+
+    def _on_zk_resumed(self) -> None:
+        for partition in self.replica_manager.unfence_leadership(restore=True):
+            if partition.topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_election(partition.index, partition.leader_epoch)
+
+    def _on_zk_session_lost(self) -> None:
+        self._resign_coordinators(self.replica_manager.fence_leadership())
+
+    def _on_registered(self, epoch: int) -> None:
+        """Registered again after losing the session: partitions stay fenced until a LeaderAndIsr names them."""
+        self.replica_manager.unfence_leadership(restore=False)
+
+    async def controlled_shutdown(self) -> bool:
+        """Kafka's controlledShutdown: ask the controller to move every partition this broker leads, until
+        none remains, controlled.shutdown.max.retries times with controlled.shutdown.retry.backoff.ms between."""
+        cfg = self.config
+        retries = cfg["controlled.shutdown.max.retries"]
+        while retries > 0:
+            retries -= 1
+            epoch = self._broker_epoch()
+            try:
+                if epoch is None:
+                    raise DisconnectedError("not registered")
+                response = await self._send_to_controller(
+                    CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
+                    ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=epoch))
+                if response.error_code:
+                    log.info("controlled shutdown refused: %s", ErrorCode(response.error_code).name)
+                elif not response.remaining_partitions:
+                    log.info("controlled shutdown succeeded: no partition left to move")
+                    return True
+                else:
+                    log.info("controlled shutdown: %d partitions still to move", len(response.remaining_partitions))
+            except (OSError, TimeoutError, KafkaError, ValueError) as e:
+                log.info("controlled shutdown: cannot reach the controller: %s", e)
+            if retries > 0:
+                await asyncio.sleep(cfg["controlled.shutdown.retry.backoff.ms"] / 1000)
+        log.warning("proceeding with an uncontrolled shutdown")
+        return False
+
     # ------------------------------------------------------------ data directories
-    def _prepare_dirs(self) -> str:
+    def _prepare_dirs(self, write: bool = True) -> str | None:
         for d in self.log_dirs:
             try:
                 os.makedirs(d, exist_ok=True)
@@ -340,22 +699,39 @@ class Broker:
                 os.unlink(probe)
             except OSError as e:
                 raise BrokerStartError(f"log directory {d!r} is not usable: {e.strerror or e}") from e
-        return self._meta_properties(self.log_dirs[0])
+        meta = self._read_meta(self.log_dirs[0])
+        stored_id = meta.get("broker.id", meta.get("node.id"))
+        if stored_id is not None and stored_id != str(self.broker_id):
+            raise BrokerStartError(f"Stored node id {stored_id} doesn't match previous node id {self.broker_id} in "
+                                   f"meta.properties in {self.log_dirs[0]}")
+        return self._meta_properties(self.log_dirs[0]) if write else None
 
-    def _meta_properties(self, directory: str) -> str:
-        """Kafka's meta.properties: the cluster id and node id this data belongs to."""
+    def _read_meta(self, directory: str) -> dict[str, str]:
+        """A log dir's meta.properties, {} when it has none (a damaged one is refused, never replaced)."""
         path = os.path.join(directory, "meta.properties")
         props = {}
         if os.path.exists(path):
             props = self._read_meta_properties(path)
-        if not props:
-            props = {"version": "1",
-                     "cluster.id": urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
-                     "node.id": str(self.broker_id)}
-            with open(path, "w") as f:
-                f.write("#Written by kafka-compat\n")
-                for k, v in props.items():
-                    f.write(f"{k}={v}\n")
+        return props
+
+    @staticmethod
+    def _write_meta(directory: str, props: dict[str, str]) -> None:
+        path = os.path.join(directory, "meta.properties")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("#Written by kafka-compat\n")
+            for k, v in props.items():
+                f.write(f"{k}={v}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def _meta_properties(self, directory: str) -> str:
+        """Kafka's meta.properties: the cluster id and node id this data belongs to."""
+        props = self._read_meta(directory)
+        if "cluster.id" not in props:
+            props = {"version": "1", "cluster.id": _new_cluster_id(), "node.id": str(self.broker_id)}
+            self._write_meta(directory, props)
         return props["cluster.id"]
 
     def _read_meta_properties(self, path: str) -> dict[str, str]:
@@ -403,3 +779,15 @@ class Broker:
         e = info.endpoint(listener) if listener is not None else None
         e = e or info.endpoints[0]
         return e.host, e.port
+
+
+def replace_handlers(handlers: list, replacements: list) -> list:
+    """``handlers`` with every one answering an API that a handler of ``replacements`` answers left out,
+    then ``replacements``: a cluster's controller answers ElectLeaders in place of the single node's."""
+    taken = {mark.api_key for r in replacements for _, mark in marked_handlers(type(r))}
+    kept = [h for h in handlers if not {mark.api_key for _, mark in marked_handlers(type(h))} & taken]
+    return kept + list(replacements)
+
+
+def _new_cluster_id() -> str:
+    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

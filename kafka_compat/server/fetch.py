@@ -95,7 +95,8 @@ class FetchApi:
             name = t.topic
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
-                name = topic.name if topic else None
+                # a follower may fetch before UpdateMetadata brings the topic: its LeaderAndIsr named it
+                name = topic.name if topic else self.replica_manager.topic_name(t.topic_id)
             if name is not None and (follower_denied or (replica_id < 0 and not auth.authorize(request, READ, TOPIC,
                                                                                                  name))):
                 name = DENIED

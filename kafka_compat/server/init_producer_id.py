@@ -1,12 +1,21 @@
 """InitProducerId: a producer id and epoch, for an idempotent producer or (with a transactional id)
-from the transaction coordinator, which fences the id's previous producer."""
+from the transaction coordinator, which fences the id's previous producer.
+
+Most ids come from the block at hand; claiming the next block (a file write, or ZooKeeper in a
+cluster) happens in a worker thread.
+"""
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
 from .auth_helper import IDEMPOTENT_WRITE, NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .producer_id_manager import ProducerIdManager
 from .registry import handles
+
+log = logging.getLogger(__name__)
 
 EPOCH_EXHAUSTED = 32766       # Short.MAX_VALUE - 1: past it an id gets a fresh producer id
 
@@ -36,7 +45,18 @@ class InitProducerIdApi:
             if req.producer_epoch < EPOCH_EXHAUSTED:
                 resp.producer_id, resp.producer_epoch = req.producer_id, req.producer_epoch + 1
                 return resp
-        resp.producer_id, resp.producer_epoch = self.producer_ids.generate(), 0
+        pid = self.producer_ids.next_id()
+        if pid is None:
+            return self._with_new_block(resp)
+        resp.producer_id, resp.producer_epoch = pid, 0
+        return resp
+
+    async def _with_new_block(self, resp):
+        try:
+            resp.producer_id, resp.producer_epoch = await asyncio.to_thread(self.producer_ids.generate), 0
+        except Exception as e:          # ZooKeeper unreachable, say: the producer retries
+            log.warning("cannot claim a block of producer ids: %s", e)
+            resp.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         return resp
 
     async def _transactional(self, request):

@@ -150,6 +150,11 @@ BROKER_CONFIG_DEF = (
             "Longest wait to connect to ZooKeeper; unset means zookeeper.session.timeout.ms.")
     .define("controller.socket.timeout.ms", INT, 30000, None, MEDIUM,
             "Socket timeout of controller-to-broker channels.")
+    .define("controlled.shutdown.enable", BOOLEAN, True, None, MEDIUM,
+            "On SIGTERM, ask the controller to move leadership away before stopping.")
+    .define("controlled.shutdown.max.retries", INT, 3, None, MEDIUM, "Tries of a controlled shutdown.")
+    .define("controlled.shutdown.retry.backoff.ms", LONG, 5000, None, MEDIUM,
+            "Wait between tries of a controlled shutdown.")
     # network
     .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH,
             "Comma-separated NAME://host:port addresses to listen on; an empty host means every interface.")
@@ -208,6 +213,7 @@ BROKER_CONFIG_DEF = (
     .define("replica.fetch.response.max.bytes", INT, 10 * 1024 * 1024, at_least(0), MEDIUM,
             "Most bytes in one follower fetch response.")
     .define("num.replica.fetchers", INT, 1, None, HIGH, "Follower fetcher threads per source broker.")
+    .define("replica.fetch.backoff.ms", INT, 1000, at_least(0), MEDIUM, "Wait after a follower fetch fails.")
     .define("fetch.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
             "Completed fetches that may linger in watch lists before a purge.")
     .define("producer.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,

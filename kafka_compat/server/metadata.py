@@ -57,16 +57,21 @@ def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str 
         if leader < 0 or not cache.is_alive(leader):
             error, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
         elif listener is not None and cache.endpoint(leader, listener) is None:
-            error, leader = ErrorCode.LISTENER_NOT_FOUND, -1
+            # the leader lives but not on this listener: v6+ name that, older versions cannot
+            error = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+            leader = -1
         replicas, isr = list(state.replicas), list(state.isr)
         if version == 0:        # v0 shows only live replicas, and says so
             live = [r for r in replicas if cache.is_alive(r)]
             if len(live) < len(replicas) and not error:
                 error = ErrorCode.REPLICA_NOT_AVAILABLE
             replicas, isr = live, [r for r in isr if cache.is_alive(r)]
+        # the controller's OfflineReplicas (brokers down or with the partition's log dir offline); a
+        # single node's states carry none
+        offline = list(state.offline_replicas) or [r for r in state.replicas if not cache.is_alive(r)]
         parts.append(Partition(error_code=error, partition_index=index, leader_id=leader,
                                leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=isr,
-                               offline_replicas=[r for r in state.replicas if not cache.is_alive(r)]))
+                               offline_replicas=offline))
     return parts
 
 

@@ -119,6 +119,34 @@ class MetadataCache:
         if meta.partitions != before and self._topic_listeners:
             self._topics_changed({topic})
 
+    def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerInfo],
+                        topics: list[tuple[str, bytes, dict[int, PartitionState]]]) -> list[tuple[str, int]]:
+        """UpdateMetadata, as Kafka's ZkMetadataCache.updateMetadata: the live brokers and the controller
+        are replaced; the partition states given are added or replaced, the others kept; a leader of -2
+        (the topic is being deleted) removes the partition. Returns the partitions removed."""
+        self.update_brokers(brokers, controller_id if controller_id >= 0 else NO_LEADER, controller_epoch)
+        deleted = []
+        for name, topic_id, states in topics:
+            keep = {}
+            for index, state in states.items():
+                if state.leader == LEADER_DURING_DELETE:
+                    if self.remove_partition(name, index):
+                        deleted.append((name, index))
+                else:
+                    keep[index] = state
+            if keep:
+                self.update_partitions(name, topic_id, keep)
+        return deleted
+
+    def remove_partition(self, topic: str, index: int) -> bool:
+        """Forget one partition (and the topic with its last one); True if it was known."""
+        meta = self.topics.get(topic)
+        if meta is None or meta.partition_states.pop(index, None) is None:
+            return False
+        if not meta.partition_states:
+            self.remove_topic(topic)
+        return True
+
     def remove_topic(self, topic: str) -> None:
         meta = self.topics.pop(topic, None)
         if meta is not None:

@@ -6,12 +6,21 @@ epoch appends and serves clients; a write is stamped with the leader epoch; the
 high watermark is the smallest log end offset in the ISR and only moves up on
 the leader; acks=-1 needs min.insync.replicas. On a single node the ISR is this
 broker alone, so the high watermark follows the log end offset at once.
+
+In a cluster the leader also keeps the ISR (Kafka 3.x, KIP-497): a follower that
+has caught up into the current leader epoch is proposed for the ISR, one that has
+not caught up for replica.lag.time.max.ms is proposed for removal, and the
+proposal goes to the controller through the AlterPartitionManager. While it is
+pending, the "maximal" ISR (committed plus any replica being added) holds back
+the high watermark and decides acks=-1, so an expansion counts at once and a
+shrink only once the controller has committed it.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP
 from kafka_compat.storage.local_log import (
@@ -24,11 +33,23 @@ from kafka_compat.storage.unified_log import FetchIsolation, LogOffsetMetadata, 
 from kafka_compat.storage.validator import CLIENT
 
 from ..protocol.errors import ErrorCode, KafkaError
+from .alter_partition_listener import IsrChangeMeters
 from .metadata_cache import NO_LEADER, PartitionState
+
+logger = logging.getLogger(__name__)
 
 UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1)
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
+
+# AlterPartition answers (Partition.handleAlterPartitionError): the controller says the change was not
+# applied and our partition epoch is right, so go back to the committed ISR ...
+_ALTER_REVERT = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
+# ... our state is stale: stay pending until a LeaderAndIsr brings the new state ...
+_ALTER_AWAIT_METADATA = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                                   ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+                                   ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED})
+# ... anything else (no controller, a network error, NOT_CONTROLLER) is sent again.
 
 
 def now_ms() -> int:
@@ -46,6 +67,22 @@ class ReplicaState:
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time_ms: int = 0
     broker_epoch: int = -1
+
+    def is_caught_up(self, leader_end_offset: int, now: int, max_lag_ms: int) -> bool:
+        """At the leader's end, or there within the last replica.lag.time.max.ms."""
+        return (self.log_end_offset.message_offset == leader_end_offset
+                or now - self.last_caught_up_time_ms <= max_lag_ms)
+
+
+@dataclass(frozen=True)
+class PendingIsrChange:
+    """An ISR change sent to the controller and not answered yet (PendingExpandIsr / PendingShrinkIsr)."""
+
+    new_isr: tuple[int, ...]                  # what was proposed
+    maximal_isr: tuple[int, ...]              # what counts meanwhile: committed ISR plus any replica being added
+    committed_isr: tuple[int, ...]            # what to go back to if the controller refuses
+    leader_epoch: int
+    partition_epoch: int
 
 
 class EpochEndOffset(NamedTuple):
@@ -70,7 +107,13 @@ class LogReadResult(NamedTuple):
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, local_broker_id: int, log: UnifiedLog,
-                 clock=now_ms, on_high_watermark_moved=None):
+                 clock=now_ms, on_high_watermark_moved=None, *, alter_partition_manager=None,
+                 replica_lag_time_max_ms: int = 30000, is_broker_alive: Callable[[int], bool] | None = None,
+                 isr_change_meters: IsrChangeMeters | None = None):
+        """``alter_partition_manager`` sends ISR changes to the controller (None on a single node, where
+        the ISR never changes); ``is_broker_alive`` says whether a follower may join the ISR (ZooKeeper
+        mode: it is a live broker in the metadata cache); ``isr_change_meters`` count each committed
+        shrink or expansion and each refused change (the replica manager's metrics)."""
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
@@ -88,6 +131,15 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         self.remote_replicas: dict[int, ReplicaState] = {}
         self.leader_epoch_start_offset = -1
+        self.alter_partition_manager = alter_partition_manager
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.is_broker_alive = is_broker_alive or (lambda broker_id: True)
+        self.pending_isr: PendingIsrChange | None = None
+        self.isr_change_meters = isr_change_meters or IsrChangeMeters()
+        # Not acting as leader although the last LeaderAndIsr made us one: our ZooKeeper session is in
+        # doubt or gone, and another broker may lead by now. Only a LeaderAndIsr (or the session coming
+        # back unchanged) ends it.
+        self.fenced = False
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch}, "
@@ -96,7 +148,12 @@ class Partition:
     # -- offsets --------------------------------------------------------------------------
     @property
     def is_leader(self) -> bool:
-        return self.leader_id == self.local_broker_id
+        return self.leader_id == self.local_broker_id and not self.fenced
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR that holds back the high watermark and answers acks=-1 (committed plus pending additions)."""
+        return self.pending_isr.maximal_isr if self.pending_isr is not None else self.isr
 
     @property
     def high_watermark(self) -> int:
@@ -124,25 +181,35 @@ class Partition:
         """Become leader in ``state.leader_epoch``; True if this broker was not the leader of that epoch.
 
         A new epoch starts at the log end offset (its first batch will carry it), and the
-        followers' fetch states are reset, as Kafka's makeLeader does. The high watermark
-        is kept, then raised as far as the ISR allows.
+        followers' fetch states are reset, as Kafka's makeLeader does: their log end offsets
+        are unknown until they fetch again, which holds the high watermark where it is. The
+        high watermark is kept, then raised as far as the ISR allows.
         """
         new_epoch = state.leader_epoch != self.leader_epoch
         was_leader = self.is_leader
         self._apply(state)
-        if new_epoch:
+        self.fenced = False
+        now = self.clock()
+        if new_epoch or self.leader_epoch_start_offset < 0:
             self.log.maybe_assign_epoch_start_offset(state.leader_epoch, self.log.log_end_offset)
             self.leader_epoch_start_offset = self.log.log_end_offset
-            now = self.clock()
+        if new_epoch or not was_leader:
             self.remote_replicas = {b: ReplicaState(b, last_caught_up_time_ms=now if b in state.isr else 0)
                                     for b in state.replicas if b != self.local_broker_id}
+        else:
+            for b in state.replicas:
+                if b != self.local_broker_id and b not in self.remote_replicas:
+                    self.remote_replicas[b] = ReplicaState(b)
+            for b in set(self.remote_replicas) - set(state.replicas):
+                del self.remote_replicas[b]
         self.maybe_increment_leader_hw()
         return new_epoch or not was_leader
 
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; True if the leader or epoch changed (the fetcher must restart)."""
-        changed = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id
+        changed = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id or self.fenced
         self._apply(state)
+        self.fenced = False
         self.remote_replicas = {}
         self.leader_epoch_start_offset = -1
         return changed
@@ -154,6 +221,19 @@ class Partition:
         self.controller_epoch = state.controller_epoch
         self.assignment = tuple(state.replicas)
         self.isr = tuple(state.isr)
+        self.pending_isr = None                 # a LeaderAndIsr supersedes any change in flight
+
+    def fence(self) -> bool:
+        """Stop acting as leader (and answering as one) until told again; True if we were leading."""
+        was_leader = self.is_leader
+        self.fenced = True
+        self.pending_isr = None
+        return was_leader
+
+    def unfence(self) -> bool:
+        """Lead again in the state we had (our ZooKeeper session survived); True if we lead now."""
+        self.fenced = False
+        return self.is_leader
 
     # -- checks ---------------------------------------------------------------------------
     def leader_epoch_error(self, current_leader_epoch: int) -> int:
@@ -190,12 +270,34 @@ class Partition:
         info = self.log.append_as_leader(records, self.leader_epoch, origin)
         return info, self.maybe_increment_leader_hw()
 
+    # -- the follower's side (the replica fetcher) ----------------------------------------
     def append_records_to_follower(self, records):
         """A follower's append of what it fetched: the leader's offsets and epochs are kept."""
         return self.log.append_as_follower(records)
 
+    def update_follower_high_watermark(self, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """After a fetch: HW = min(leader's HW, our LEO) (it may go down), and the leader's log start."""
+        log = self.log
+        log.update_high_watermark(min(leader_high_watermark, log.log_end_offset))
+        if leader_log_start_offset > log.log_start_offset:
+            try:
+                log.maybe_increment_log_start_offset(min(leader_log_start_offset, log.high_watermark))
+            except KafkaError:          # past our HW for now: the next fetch raises it again
+                pass
+
     def truncate_to(self, offset: int) -> bool:
         return self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.log.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int):
+        """(largest epoch <= ``epoch``, its end offset) in our log, or None."""
+        return self.log.end_offset_for_epoch(epoch)
 
     def _effective_min_isr(self) -> int:
         # Kafka 3.7+: min.insync.replicas above the replication factor counts as the factor
@@ -203,29 +305,129 @@ class Partition:
 
     # -- the high watermark ---------------------------------------------------------------
     def maybe_increment_leader_hw(self) -> bool:
-        """HW = the smallest LEO over the ISR (the leader included); True if it moved up."""
-        if not self.is_leader:
+        """Kafka 3.8's maybeIncrementLeaderHW; True if the high watermark moved up.
+
+        HW = the smallest LEO over the leader and every follower that is in the maximal ISR,
+        or caught up and eligible to join it (so a follower about to join is not left
+        behind). It does not move while the committed ISR is smaller than the effective
+        min.insync.replicas (KAFKA-15583), and never moves down.
+        """
+        if not self.is_leader or len(self.isr) < self._effective_min_isr():
             return False
-        new_hw = self.log.log_end_offset_metadata
+        log = self.log
+        new_hw = log.log_end_offset_metadata
+        leader_end = new_hw.message_offset
+        maximal = self.maximal_isr
+        now = None
+        for broker_id, replica in self.remote_replicas.items():
+            if replica.log_end_offset.message_offset >= new_hw.message_offset:
+                continue
+            if broker_id not in maximal:
+                if now is None:
+                    now = self.clock()
+                if not (replica.is_caught_up(leader_end, now, self.replica_lag_time_max_ms)
+                        and self.is_broker_alive(broker_id)):
+                    continue
+            new_hw = replica.log_end_offset
+        return log.maybe_increment_high_watermark(new_hw) is not None
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
+        """For DelayedProduce: (done, error) once the high watermark passes ``required_offset``;
+        the maximal ISR must then still satisfy min.insync.replicas."""
+        if not self.is_leader:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark >= required_offset:
+            if len(self.maximal_isr) >= self._effective_min_isr():
+                return True, ErrorCode.NONE
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return False, ErrorCode.NONE
+
+    # -- the ISR (leader only) ------------------------------------------------------------
+    def _follower_in_sync(self, replica: ReplicaState) -> bool:
+        """Kafka's isFollowerInSync: at or past the HW, and caught up into the current leader epoch."""
+        end = replica.log_end_offset.message_offset
+        return end >= self.log.high_watermark and 0 <= self.leader_epoch_start_offset <= end
+
+    def maybe_expand_isr(self, replica: ReplicaState) -> bool:
+        """Propose ``replica`` for the ISR if it has caught up; True if a change was sent."""
+        if (self.pending_isr is not None or not self.is_leader or replica.broker_id in self.isr
+                or self.alter_partition_manager is None or not self.is_broker_alive(replica.broker_id)
+                or not self._follower_in_sync(replica)):
+            return False
+        new_isr = self.isr + (replica.broker_id,)
+        self._submit_isr_change(PendingIsrChange(new_isr, new_isr, self.isr, self.leader_epoch,
+                                                 self.partition_epoch))
+        return True
+
+    def out_of_sync_replicas(self, now: int | None = None) -> list[int]:
+        """ISR followers whose LEO differs from ours and who have not caught up for replica.lag.time.max.ms."""
+        if not self.is_leader or self.pending_isr is not None:
+            return []
+        now = self.clock() if now is None else now
+        end = self.log.log_end_offset
+        out = []
         for broker_id in self.isr:
             if broker_id == self.local_broker_id:
                 continue
             replica = self.remote_replicas.get(broker_id)
-            if replica is None:
-                continue
-            if replica.log_end_offset.message_offset < new_hw.message_offset:
-                new_hw = replica.log_end_offset
-        return self.log.maybe_increment_high_watermark(new_hw) is not None
+            if replica is None or not replica.is_caught_up(end, now, self.replica_lag_time_max_ms):
+                out.append(broker_id)
+        return out
 
-    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
-        """For DelayedProduce: (done, error) once the high watermark passes ``required_offset``."""
-        if not self.is_leader:
-            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if self.log.high_watermark >= required_offset:
-            if len(self.isr) >= self._effective_min_isr():
-                return True, ErrorCode.NONE
-            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return False, ErrorCode.NONE
+    def maybe_shrink_isr(self) -> bool:
+        """The isr-expiration task's check; True if a smaller ISR was proposed. The HW keeps counting
+        the lagging followers until the controller has committed the change."""
+        if self.alter_partition_manager is None:
+            return False
+        out = self.out_of_sync_replicas()
+        if not out:
+            return False
+        new_isr = tuple(b for b in self.isr if b not in out)
+        logger.info("%s-%d: shrinking ISR from %s to %s (replicas %s lag)", self.topic, self.index, list(self.isr),
+                 list(new_isr), out)
+        self._submit_isr_change(PendingIsrChange(new_isr, self.isr, self.isr, self.leader_epoch,
+                                                 self.partition_epoch))
+        return True
+
+    def _submit_isr_change(self, change: PendingIsrChange, retry: bool = False) -> None:
+        self.pending_isr = change
+        future = self.alter_partition_manager.submit(self, change, retry)
+        future.add_done_callback(lambda f: self._on_isr_change_answered(change, f))
+
+    def _on_isr_change_answered(self, change: PendingIsrChange, future) -> None:
+        """Kafka's handleAlterPartitionUpdate / handleAlterPartitionError."""
+        if self.pending_isr is not change:
+            return                              # a LeaderAndIsr came first: this answer is out of date
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self.isr_change_meters.mark_failed()
+            code = error.error_code if isinstance(error, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            if code in _ALTER_REVERT:
+                logger.info("%s-%d: controller refused ISR %s (%s); back to %s", self.topic, self.index,
+                         list(change.new_isr), ErrorCode(code).name, list(change.committed_isr))
+                self.pending_isr = None
+            elif code in _ALTER_AWAIT_METADATA:
+                logger.info("%s-%d: ISR change to %s failed with %s; waiting for new metadata", self.topic,
+                         self.index, list(change.new_isr), ErrorCode(code).name)
+            else:
+                self._submit_isr_change(change, retry=True)
+            return
+        leader_epoch, isr, partition_epoch = future.result()
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            return                              # stale: stay pending until a LeaderAndIsr
+        if len(change.new_isr) < len(change.committed_isr):
+            self.isr_change_meters.mark_shrink()
+        elif len(change.new_isr) > len(change.committed_isr):
+            self.isr_change_meters.mark_expand()
+        self.isr = tuple(isr)
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None
+        logger.info("%s-%d: ISR is now %s (partition epoch %d)", self.topic, self.index, list(self.isr),
+                 partition_epoch)
+        if self.maybe_increment_leader_hw():
+            self.on_high_watermark_moved(self.key)
 
     # -- reads ----------------------------------------------------------------------------
     def fetch_records(self, replica_id: int, fetch_offset: int, max_bytes: int, isolation: FetchIsolation,
@@ -242,11 +444,16 @@ class Partition:
             return self._read_error(error)
         log = self.log
         if from_follower and last_fetched_epoch >= 0:
+            # Kafka's readRecords: an epoch we cannot place, or a fetch below our start, is out of range;
+            # a follower whose last epoch ends earlier here (or that we never had) has diverged from us
             found = log.end_offset_for_epoch(last_fetched_epoch)
-            if found is None or found[0] < last_fetched_epoch or found[1] < fetch_offset:
-                epoch, end = found if found is not None else (-1, -1)
+            if found is None or fetch_offset < log.log_start_offset:
+                return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, None, log.high_watermark, log.log_start_offset,
+                                     log.log_end_offset, log.last_stable_offset,
+                                     error_message=f"cannot place epoch {last_fetched_epoch} at {fetch_offset}")
+            if found[0] < last_fetched_epoch or found[1] < fetch_offset:
                 return LogReadResult(ErrorCode.NONE, None, log.high_watermark, log.log_start_offset,
-                                     log.log_end_offset, log.last_stable_offset, diverging_epoch=(epoch, end))
+                                     log.log_end_offset, log.last_stable_offset, diverging_epoch=tuple(found))
         # offsets are read before the data, so a concurrent append cannot make HW exceed what was read
         high_watermark, log_start, log_end, lso = (log.high_watermark, log.log_start_offset, log.log_end_offset,
                                                    log.last_stable_offset)
@@ -270,11 +477,13 @@ class Partition:
             replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, now)
         elif fetch_offset.message_offset >= replica.last_fetch_leader_log_end_offset:
             replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, replica.last_fetch_time_ms)
+        moved = replica.log_end_offset.message_offset != fetch_offset.message_offset
         replica.log_end_offset = fetch_offset
         replica.log_start_offset = follower_start_offset
         replica.last_fetch_leader_log_end_offset = leader_end_offset
         replica.last_fetch_time_ms = now
-        if self.maybe_increment_leader_hw():
+        self.maybe_expand_isr(replica)
+        if moved and self.maybe_increment_leader_hw():
             self.on_high_watermark_moved(self.key)
 
     def fetch_offset_snapshot(self):

@@ -9,13 +9,21 @@ Nothing else touches a UnifiedLog. acks=-1 produces wait in the produce
 purgatory and long-poll fetches in the fetch purgatory; an append wakes both.
 The high watermark of every partition is checkpointed to each log dir's
 `replication-offset-checkpoint` off the event loop.
+
+In a cluster, LeaderAndIsr arrives through `apply_leader_and_isr` with Kafka's
+checks (controller epoch, leader epoch, membership); partitions this broker
+follows are handed to the ReplicaFetcherManager, whose fetchers append through
+`append_to_follower` and truncate through `truncate_follower*`. The
+isr-expiration task asks every led partition to shrink its ISR every
+replica.lag.time.max.ms / 2. `fence_leadership` stops every partition from
+acting as leader when the ZooKeeper session is in doubt.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kafka_compat.storage import checkpoint
 from kafka_compat.storage.log_config import LogConfig
@@ -25,13 +33,15 @@ from kafka_compat.storage.unified_log import FetchIsolation
 from kafka_compat.storage.validator import CLIENT
 
 from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.primitives import ZERO_UUID
 from ..purgatory import DelayedOperationPurgatory
 from .alter_partition_listener import IsrChangeMeters
 from .broker_topic_stats import BrokerTopicStats
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
-from .metadata_cache import INTERNAL_TOPICS, PartitionState
+from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
 from .partition import LogReadResult, Partition
+from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherManager
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +49,41 @@ log = logging.getLogger(__name__)
 REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE,
                       ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
 
-__all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult", "LogReadResult"]
+__all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult", "LogReadResult",
+           "LeaderAndIsrResult", "FollowerOffsets"]
+
+EPOCH_DURING_DELETE = -2          # StopReplica's leader epoch while a topic is being deleted
+NO_EPOCH = -1                     # StopReplica before v3: no epoch to check
+
+
+class LeaderAndIsrResult(NamedTuple):
+    """What apply_leader_and_isr did: the request's error, each partition's, and which partitions
+    this broker now leads or follows (for the coordinators)."""
+
+    error_code: int
+    partition_errors: dict[tuple[str, int], int]
+    leaders: list[Partition]
+    followers: list[Partition]
+
+
+class FollowerOffsets(NamedTuple):
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    latest_epoch: int | None
 
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: Callable[[str], LogConfig], *,
                  hw_checkpoint_interval_ms: int = 5000, fetch_purge_interval: int = 1000,
-                 produce_purge_interval: int = 1000, broker_topic_stats: BrokerTopicStats | None = None):
+                 produce_purge_interval: int = 1000, broker_topic_stats: BrokerTopicStats | None = None,
+                 metadata_cache: MetadataCache | None = None,
+                 alter_partition_manager=None, fetcher_manager_factory: Callable | None = None,
+                 inter_broker_listener: str | None = None, replica_lag_time_max_ms: int = 30000):
+        """A single node needs only the first arguments (and the BrokerTopicStats its metrics read).
+        A cluster member also gets the MetadataCache (leaders' addresses on ``inter_broker_listener``,
+        which brokers are alive), the AlterPartitionManager its partitions propose ISR changes through,
+        and ``fetcher_manager_factory(replica_manager)`` building its ReplicaFetcherManager."""
         self.broker_id = broker_id
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
         self.isr_change_meters = IsrChangeMeters()      # mark_shrink()/mark_expand() where the ISR changes
@@ -61,6 +99,15 @@ class ReplicaManager:
         self._hw_checkpoints: dict[tuple[str, int], int] = {}
         self._hw_written: dict[str, dict] = {}   # per log dir: the high watermarks last checkpointed
         self._scheduler = Scheduler("kafka-highwatermark-checkpoint")
+        self.metadata_cache = metadata_cache
+        self.alter_partition_manager = alter_partition_manager
+        self.inter_broker_listener = inter_broker_listener
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.fetcher_manager: ReplicaFetcherManager | None = (
+            fetcher_manager_factory(self) if fetcher_manager_factory is not None else None)
+        self._awaiting_leader: set[tuple[str, int]] = set()    # followers whose leader has no known address yet
+        self.fenced = False               # leadership suspended (ZooKeeper session in doubt or lost)
+        self._isr_expiration: asyncio.TimerHandle | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -75,9 +122,29 @@ class ReplicaManager:
                 checkpoint.read_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)))
         self._scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                                  self.hw_checkpoint_interval_ms, self.hw_checkpoint_interval_ms)
+        if self.alter_partition_manager is not None:
+            self._schedule_isr_expiration(loop)
+
+    def _schedule_isr_expiration(self, loop) -> None:
+        self._isr_expiration = loop.call_later(self.replica_lag_time_max_ms / 2000, self._isr_expiration_tick, loop)
+
+    def _isr_expiration_tick(self, loop) -> None:
+        """Kafka's isr-expiration task: every led partition drops followers that stopped keeping up."""
+        for partition in list(self.partitions.values()):
+            try:
+                partition.maybe_shrink_isr()
+            except Exception:
+                log.exception("ISR expiration failed for %s", partition)
+        self._schedule_isr_expiration(loop)
+
+    async def shutdown_fetchers(self) -> None:
+        if self.fetcher_manager is not None:
+            await self.fetcher_manager.shutdown()
 
     def shutdown(self) -> None:
         """Stop the checkpoint task and write the high watermarks one last time (before the logs close)."""
+        if self._isr_expiration is not None:
+            self._isr_expiration.cancel()
         self._scheduler.shutdown()
         self.checkpoint_high_watermarks()
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
@@ -104,20 +171,47 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def topic_name(self, topic_id: bytes) -> str | None:
+        """The name of a hosted topic with this id (LeaderAndIsr gave both)."""
+        if topic_id == ZERO_UUID:
+            return None
+        for partition in self.partitions.values():
+            if partition.topic_id == topic_id:
+                return partition.topic
+        return None
+
     def get_partition_or_error(self, topic: str, index: int) -> tuple[Partition | None, int]:
         partition = self.partitions.get((topic, index))
         if partition is None:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return partition, ErrorCode.NONE
 
+    def _new_partition(self, topic: str, index: int, topic_id: bytes) -> Partition:
+        """Host a partition: its log is created (or found, after a restart) and its high watermark
+        starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
+        KafkaError (KAFKA_STORAGE_ERROR) and nothing is hosted."""
+        log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+        hw = self._hw_checkpoints.pop((topic, index), None)
+        if hw is not None:
+            log_.update_high_watermark(hw)
+        cache = self.metadata_cache
+        partition = Partition(topic, index, topic_id, self.broker_id, log_,
+                              on_high_watermark_moved=self._complete_delayed,
+                              alter_partition_manager=self.alter_partition_manager,
+                              replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                              is_broker_alive=cache.is_alive if cache is not None else None,
+                              isr_change_meters=self.isr_change_meters)
+        self.partitions[(topic, index)] = partition
+        return partition
+
     def become_leader_or_follower(self, topic: str, topic_id: bytes, states: dict[int, PartitionState],
                                   messages: dict[int, str] | None = None) -> dict[int, int]:
-        """Apply leadership for partitions of one topic (LeaderAndIsr); per-partition errors.
+        """The local controller's publication: apply leadership for partitions of one topic.
 
-        Logs are created (or found, after a restart) here; a log's high watermark starts
-        from the checkpoint. Returns {partition: error}; leaders start serving at once. A log
-        that cannot be made (no descriptors, no disk) is KAFKA_STORAGE_ERROR for its partition,
-        its message put in ``messages`` when given.
+        Returns {partition: error}; leaders start serving at once. An older leader epoch
+        than the partition's is refused with STALE_CONTROLLER_EPOCH. A log that cannot be made
+        (no descriptors, no disk) is KAFKA_STORAGE_ERROR for its partition, its message put in
+        ``messages`` when given.
         """
         errors = {}
         for index, state in states.items():
@@ -127,19 +221,13 @@ class ReplicaManager:
                     errors[index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 try:
-                    log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+                    partition = self._new_partition(topic, index, topic_id)
                 except KafkaError as e:
                     log.error("%s", e.message)
                     errors[index] = e.error_code
                     if messages is not None:
                         messages[index] = e.message
                     continue
-                hw = self._hw_checkpoints.pop((topic, index), None)
-                if hw is not None:
-                    log_.update_high_watermark(hw)
-                partition = Partition(topic, index, topic_id, self.broker_id, log_,
-                                      on_high_watermark_moved=self._complete_delayed)
-                self.partitions[(topic, index)] = partition
             elif state.leader_epoch < partition.leader_epoch:
                 errors[index] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
@@ -151,20 +239,204 @@ class ReplicaManager:
             self._complete_delayed(partition.key)
         return errors
 
-    def stop_replicas(self, topic: str, indexes, delete: bool) -> None:
-        """StopReplica: stop hosting; with ``delete`` the logs go too (topic deletion)."""
-        for index in indexes:
-            partition = self.partitions.pop((topic, index), None)
-            if partition is None:
+    def apply_leader_and_isr(self, controller_id: int, controller_epoch: int, topics) -> LeaderAndIsrResult:
+        """LeaderAndIsr from the controller (Kafka's becomeLeaderOrFollower).
+
+        ``topics`` holds (name, topic id, {partition: PartitionState}). A request from an older
+        controller epoch is refused whole (STALE_CONTROLLER_EPOCH). Per partition: a newer leader
+        epoch is applied if this broker is a replica (else UNKNOWN_TOPIC_OR_PARTITION), an older one
+        is STALE_CONTROLLER_EPOCH, the same one is too unless it only brings the topic id, or the
+        partition was fenced (our session went: the controller re-sends the state it has).
+        """
+        if controller_epoch < self.controller_epoch:
+            log.warning("ignoring LeaderAndIsr from controller %d: its epoch %d is older than %d", controller_id,
+                        controller_epoch, self.controller_epoch)
+            return LeaderAndIsrResult(ErrorCode.STALE_CONTROLLER_EPOCH,
+                                      {(t, i): ErrorCode.STALE_CONTROLLER_EPOCH for t, _, states in topics
+                                       for i in states}, [], [])
+        self.controller_epoch = controller_epoch
+        errors: dict[tuple[str, int], int] = {}
+        to_lead: list[tuple[str, int, bytes, PartitionState]] = []
+        to_follow: list[tuple[str, int, bytes, PartitionState]] = []
+        for topic, topic_id, states in topics:
+            for index, state in states.items():
+                key = (topic, index)
+                partition = self.partitions.get(key)
+                current = partition.leader_epoch if partition is not None else -1
+                if partition is not None and topic_id != ZERO_UUID and partition.topic_id not in (ZERO_UUID, topic_id):
+                    errors[key] = ErrorCode.INCONSISTENT_TOPIC_ID
+                elif state.leader_epoch > current or (partition is not None and partition.fenced
+                                                      and state.leader_epoch == current):
+                    if self.broker_id not in state.replicas:
+                        errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    else:
+                        (to_lead if state.leader == self.broker_id else to_follow).append(
+                            (topic, index, topic_id, state))
+                elif state.leader_epoch < current:
+                    errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
+                elif partition is not None and topic_id != ZERO_UUID and partition.topic_id == ZERO_UUID:
+                    partition.topic_id = topic_id
+                    errors[key] = ErrorCode.NONE
+                else:
+                    errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
+        leaders = self._make_leaders(to_lead, errors)
+        followers = self._make_followers(to_follow, errors)
+        return LeaderAndIsrResult(ErrorCode.NONE, errors, leaders, followers)
+
+    def _hosted(self, topic: str, index: int, topic_id: bytes) -> Partition:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            partition = self._new_partition(topic, index, topic_id)
+        elif partition.topic_id == ZERO_UUID:
+            partition.topic_id = topic_id
+        return partition
+
+    def _make_leaders(self, entries, errors) -> list[Partition]:
+        made = []
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions([(t, i) for t, i, _, _ in entries])
+        for topic, index, topic_id, state in entries:
+            key = (topic, index)
+            self._awaiting_leader.discard(key)
+            try:
+                partition = self._hosted(topic, index, topic_id)
+                if partition.make_leader(state):
+                    made.append(partition)
+                if self.fenced:
+                    partition.fence()
+                errors[key] = ErrorCode.NONE
+            except (KafkaError, OSError) as e:
+                log.error("cannot become leader of %s-%d: %s", topic, index, e)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
-            if delete:
-                self.log_manager.delete_log(topic, index)
+            self._complete_delayed(key)
+        return made
+
+    def _make_followers(self, entries, errors) -> list[Partition]:
+        """Kafka's makeFollowers: the old fetchers stop, waiting operations are answered, and a
+        fetcher starts from the log end offset (from the high watermark if the log has no epochs)."""
+        changed = []
+        for topic, index, topic_id, state in entries:
+            key = (topic, index)
+            try:
+                partition = self._hosted(topic, index, topic_id)
+                if partition.make_follower(state):
+                    changed.append(partition)
+                errors[key] = ErrorCode.NONE
+            except (KafkaError, OSError) as e:
+                log.error("cannot become follower of %s-%d: %s", topic, index, e)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions([p.key for p in changed])
+        for partition in changed:
             self._complete_delayed(partition.key)
-        if delete and not any(t == topic for t, _ in self.partitions):
+            self._awaiting_leader.add(partition.key)
+        self.maybe_start_fetchers()
+        return changed
+
+    def maybe_start_fetchers(self) -> None:
+        """Start fetching for followers whose leader's address is now known (after UpdateMetadata)."""
+        if self.fetcher_manager is None or not self._awaiting_leader:
+            return
+        ready = {}
+        for key in list(self._awaiting_leader):
+            partition = self.partitions.get(key)
+            if partition is None or partition.leader_id == self.broker_id or partition.leader_id < 0:
+                self._awaiting_leader.discard(key)
+                continue
+            endpoint = self.leader_endpoint(partition.leader_id)
+            if endpoint is None:
+                continue
+            self._awaiting_leader.discard(key)
+            init = partition.log_end_offset if partition.latest_epoch is not None else partition.high_watermark
+            ready[key] = InitialFetchState(endpoint, partition.topic_id, partition.leader_epoch, init)
+        if ready:
+            self.fetcher_manager.add_fetcher_for_partitions(ready)
+
+    def leader_endpoint(self, broker_id: int) -> BrokerEndPoint | None:
+        cache = self.metadata_cache
+        if cache is None:
+            return None
+        e = cache.endpoint(broker_id, self.inter_broker_listener) if self.inter_broker_listener else None
+        if e is None and self.inter_broker_listener is None:
+            broker = cache.brokers.get(broker_id)
+            e = broker.endpoints[0] if broker is not None and broker.endpoints else None
+        return BrokerEndPoint(broker_id, e.host, e.port) if e is not None else None
+
+    def stop_replicas(self, topic: str, indexes, delete: bool) -> None:
+        """The local controller's topic deletion: stop hosting; with ``delete`` the logs go too."""
+        self._stop_partitions([((topic, index), delete) for index in indexes])
+
+    def apply_stop_replica(self, controller_id: int, controller_epoch: int, entries
+                           ) -> tuple[int, dict[tuple[str, int], int]]:
+        """StopReplica (Kafka's stopReplicas): ``entries`` of (topic, partition, leader epoch, delete).
+
+        A partition hosted here is stopped when the request's epoch is -2 (topic deletion),
+        -1 (no epoch) or not older than ours, else FENCED_LEADER_EPOCH. Its fetcher stops; with
+        delete the partition and its log go (also a log left from before a restart).
+        """
+        if controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        self.controller_epoch = controller_epoch
+        errors: dict[tuple[str, int], int] = {}
+        stopping = []
+        for topic, index, leader_epoch, delete in entries:
+            key = (topic, index)
+            partition = self.partitions.get(key)
+            if partition is None or leader_epoch in (EPOCH_DURING_DELETE, NO_EPOCH) \
+                    or leader_epoch >= partition.leader_epoch:
+                stopping.append((key, delete))
+                errors[key] = ErrorCode.NONE
+            else:
+                errors[key] = ErrorCode.FENCED_LEADER_EPOCH
+        self._stop_partitions(stopping)
+        return ErrorCode.NONE, errors
+
+    def _stop_partitions(self, stopping) -> None:
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions([key for key, _ in stopping])
+        for key, delete in stopping:
+            self._awaiting_leader.discard(key)
+            if delete:
+                self.partitions.pop(key, None)
+                self._hw_checkpoints.pop(key, None)
+                self.log_manager.delete_log(*key)
+            self._complete_delayed(key)
+        deleted = {key[0] for key, delete in stopping if delete}
+        for topic in deleted - {t for t, _ in self.partitions}:   # its last partition here went: so do its metrics
             self.broker_topic_stats.remove_topic(topic)
+
+    # -- the ZooKeeper session --------------------------------------------------------------------
+    def fence_leadership(self) -> list[Partition]:
+        """Stop acting as leader everywhere (our ZooKeeper session is in doubt or gone): produce and
+        fetch get NOT_LEADER_OR_FOLLOWER, waiting operations are answered. Returns the partitions that
+        were led. Partitions this broker follows keep fetching."""
+        self.fenced = True
+        stopped = [p for p in self.partitions.values() if p.fence()]
+        for partition in self.partitions.values():
+            self._complete_delayed(partition.key)
+        return stopped
+
+    def unfence_leadership(self, restore: bool) -> list[Partition]:
+        """Leadership may resume. With ``restore`` (the same session came back, so no other broker
+        was made leader) every partition leads again as before; otherwise (a new session) each stays
+        fenced until a LeaderAndIsr names its leader again. Returns the partitions led again."""
+        self.fenced = False
+        if not restore:
+            return []
+        return [p for p in self.partitions.values() if p.fenced and p.unfence()]
 
     def topic_config_changed(self, topic: str) -> None:
         self.log_manager.update_config(topic, self.topic_config(topic))
+
+    def _not_hosted_error(self, topic: str, index: int) -> int:
+        """Kafka's answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the
+        cluster's metadata has it (another broker leads it: the client refreshes its metadata and moves
+        there), else UNKNOWN_TOPIC_OR_PARTITION."""
+        cache = self.metadata_cache
+        if cache is not None and cache.partition_state(topic, index) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def _complete_delayed(self, key) -> None:
         """Leadership changed or data moved: waiting operations on ``key`` re-check themselves."""
@@ -200,7 +472,7 @@ class ReplicaManager:
         stats = self.broker_topic_stats
         if partition is None:
             stats.all_topics.total_produce_requests += 1
-            return ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return ProduceResult(self._not_hosted_error(topic, index))
         try:
             info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
         except KafkaError as e:
@@ -254,7 +526,7 @@ class ReplicaManager:
             if partition is None:
                 stats.all_topics.total_fetch_requests += 1
                 stats.all_topics.failed_fetch_requests += 1
-                out.append(LogReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, -1, -1, -1, -1))
+                out.append(LogReadResult(self._not_hosted_error(topic, index), None, -1, -1, -1, -1))
                 continue
             min_one = params.min_one_message_always or remaining == params.max_bytes
             result = partition.fetch_records(params.replica_id, info.fetch_offset,
@@ -282,6 +554,46 @@ class ReplicaManager:
         if partition is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return partition.log_start_offset, partition.log_end_offset
+
+    # -- the follower's side, for the replica fetcher ----------------------------------------------
+    def follower_offsets(self, topic: str, index: int) -> FollowerOffsets | None:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return None
+        return FollowerOffsets(partition.log_start_offset, partition.log_end_offset, partition.high_watermark,
+                               partition.latest_epoch)
+
+    def follower_end_offset_for_epoch(self, topic: str, index: int, epoch: int):
+        partition = self.partitions.get((topic, index))
+        return partition.end_offset_for_epoch(epoch) if partition is not None else None
+
+    def append_to_follower(self, topic: str, index: int, fetch_offset: int, records, leader_high_watermark: int,
+                           leader_log_start_offset: int):
+        """Append what a follower fetched (Kafka's processPartitionData); the LogAppendInfo, or None if
+        nothing was appended. The fetch must start at our log end offset, else the state is corrupt."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if partition.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{index} is led here")
+        if fetch_offset != partition.log_end_offset:
+            raise RuntimeError(f"offset mismatch for {topic}-{index}: fetched {fetch_offset}, "
+                               f"log end offset {partition.log_end_offset}")
+        info = partition.append_records_to_follower(records) if len(records) else None
+        partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+        return info
+
+    def truncate_follower(self, topic: str, index: int, offset: int) -> None:
+        partition = self.partitions.get((topic, index))
+        if partition is not None and offset < partition.log_end_offset:
+            partition.truncate_to(offset)
+            self._complete_delayed(partition.key)
+
+    def truncate_follower_fully(self, topic: str, index: int, offset: int) -> None:
+        partition = self.partitions.get((topic, index))
+        if partition is not None:
+            partition.truncate_fully_and_start_at(offset)
+            self._complete_delayed(partition.key)
 
     # -- offsets ------------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, topic: str, index: int, timestamp: int, isolation: FetchIsolation,

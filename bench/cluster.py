@@ -1,0 +1,286 @@
+"""Cluster benchmark: what replication costs, how fast failover is, what a second broker adds.
+
+    python bench/cluster.py [--records N] [--rounds R] [--trials T] [--only replication e2e failover scale]
+
+Every comparison runs side by side in one run (the order alternating between rounds), on this machine:
+
+  replication  N x 1 KiB records, acks=all to a topic of replication factor 3 (min.insync.replicas=2)
+               on three brokers, against acks=1 on one broker (the single node): MB/s, and the brokers'
+               CPU seconds per GB produced (all three brokers' CPU added up for the cluster)
+  e2e          1,000 records/s for 10 s, acks=all, replication factor 3, the clients' default settings:
+               p50/p99/p99.9 from produce() to the consumer (which sees a record once the ISR has it)
+  failover     an idempotent acks=all producer writes every 5 ms while the partition's leader is
+               SIGKILLed (zookeeper.session.timeout.ms=6000): time from the kill to the first
+               acknowledgement of a record produced after it; and SIGTERMed (controlled shutdown):
+               the longest time without an acknowledgement around the stop
+  scale        N x 1 KiB acks=1 over 4 partitions: two brokers (replication factor 1, partitions spread
+               over both) against one broker, aggregate MB/s, with the client's busiest thread
+
+Brokers are kafka-compat processes (kafka_compat.testing: EmbeddedBroker, EmbeddedCluster with a real
+ZooKeeper). Prints a line per measurement as it goes, then one JSON line per scenario with medians and
+ratios. Timing never runs in CI; tests/test_bench_scripts.py only checks that a tiny run completes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from bench import workloads  # noqa: E402
+from bench.contenders import wait_quiet  # noqa: E402
+from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster  # noqa: E402
+
+KIB = 1024
+PARTITIONS = 4
+WAIT = 120.0
+CLUSTER = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": 6000,
+           "group.initial.rebalance.delay.ms": 0}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system
+    return total
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS, replication_factor: int = 1,
+                 assignment: list[list[int]] | None = None, configs: dict | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = (NewTopic(topic, len(assignment), replica_assignment=assignment, config=configs or {}) if assignment
+           else NewTopic(topic, partitions, replication_factor, config=configs or {}))
+    admin.create_topics([new], operation_timeout=60)[topic].result(WAIT)
+
+
+def wait_for_isr(cluster: EmbeddedCluster, topic: str, partitions: int, size: int) -> None:
+    def full():
+        states = [cluster.partition_state(topic, p) for p in range(partitions)]
+        return all(s and s["leader"] >= 0 and cluster.brokers[s["leader"]].running and len(s["isr"]) >= size
+                   for s in states)
+    cluster.wait_until(full, WAIT, f"{topic} to have {size} in-sync replicas everywhere")
+
+
+def timed_produce(bootstrap: str, topic: str, values: list[bytes], acks: str, pids: list[int]) -> dict:
+    wait_quiet()
+    cpu0 = cpu_seconds(pids)
+    r = workloads.produce(bootstrap, topic, values, acks=acks, compression="none")
+    cpu = cpu_seconds(pids) - cpu0
+    nbytes = len(values) * len(values[0])
+    return {"mb_per_s": nbytes / r["seconds"] / 1e6, "cpu_s_per_gb": cpu / (nbytes / 1e9),
+            "client_busiest_thread": r["client_busiest_thread"], "client_busiest_share": r["client_busiest_share"]}
+
+
+class Single:
+    """The single node (no ZooKeeper), as `kafka-compat serve` runs by default."""
+
+    def __enter__(self):
+        self.broker = EmbeddedBroker().start()
+        self.bootstrap = self.broker.bootstrap
+        self.pids = [self.broker.proc.pid]
+        return self
+
+    def __exit__(self, *exc):
+        self.broker.close()
+
+
+class Cluster:
+    def __init__(self, brokers: int, overrides: dict | None = None):
+        self.cluster = EmbeddedCluster(brokers, {**CLUSTER, **(overrides or {})})
+
+    def __enter__(self):
+        self.cluster.start()
+        # clients' admin calls need every broker to know the controller
+        self.cluster.wait_for_controller(WAIT)
+        self.bootstrap = self.cluster.bootstrap
+        self.pids = [b.proc.pid for b in self.cluster.brokers]
+        return self
+
+    def __exit__(self, *exc):
+        self.cluster.close()
+
+
+def create_when_ready(bootstrap: str, topic: str, **kwargs) -> None:
+    """CreateTopics, again while the cluster's brokers are still hearing of the controller."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            return create_topic(bootstrap, topic, **kwargs)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+# ---------------------------------------------------------------- scenarios
+def versus_one_broker(values: list[bytes], rnd: int, brokers: int, acks: str, topic: dict, isr: int,
+                      overrides: dict | None = None) -> dict:
+    """The same 1 KiB produce against the single node (acks=1) and a cluster, in alternating order."""
+    out = {}
+    for which in (("single", "cluster") if rnd % 2 == 0 else ("cluster", "single")):
+        if which == "single":
+            with Single() as s:
+                create_when_ready(s.bootstrap, "bench", partitions=PARTITIONS)
+                out["one_broker"] = timed_produce(s.bootstrap, "bench", values, "1", s.pids)
+        else:
+            with Cluster(brokers, overrides) as c:
+                create_when_ready(c.bootstrap, "bench", **topic)
+                wait_for_isr(c.cluster, "bench", PARTITIONS, isr)
+                out["cluster"] = timed_produce(c.bootstrap, "bench", values, acks, c.pids)
+    for key in ("mb_per_s", "cpu_s_per_gb"):      # a tiny run may measure no CPU tick on one side
+        a, b = out["cluster"][key], out["one_broker"][key]
+        out[f"ratio_{key}"] = a / b if b else float("nan")
+    return out
+
+
+def replication(values: list[bytes], rnd: int) -> dict:
+    """acks=all, replication factor 3 on three brokers ("cluster") against acks=1 on one ("one_broker")."""
+    return versus_one_broker(values, rnd, 3, "all", {"partitions": PARTITIONS, "replication_factor": 3}, 3)
+
+
+def scale(values: list[bytes], rnd: int) -> dict:
+    """acks=1 on two brokers, replication factor 1 and partitions alternating between them, against one broker."""
+    return versus_one_broker(values, rnd, 2, "1", {"assignment": [[p % 2] for p in range(PARTITIONS)]}, 1,
+                             {"min.insync.replicas": 1, "default.replication.factor": 1})
+
+
+def e2e(seconds: float) -> dict:
+    with Cluster(3) as c:
+        create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
+        wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
+        wait_quiet()
+        return workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+
+
+class Acks:
+    """An idempotent acks=all producer writing every 5 ms, remembering when each record was sent and acked."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 0})
+        self.topic = topic
+        self.acks: list[tuple[float, float]] = []        # (sent, acked), monotonic seconds
+        self.errors: list = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            sent = time.monotonic()
+            self.producer.produce(self.topic, b"x" * 100, partition=0,
+                                  on_delivery=lambda e, m, sent=sent: self.errors.append(e) if e
+                                  else self.acks.append((sent, time.monotonic())))
+            self.producer.poll(0.005)
+        self.producer.flush(60)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def wait_for_acks(self, after: float, count: int = 20) -> None:
+        deadline = time.monotonic() + WAIT
+        while sum(1 for s, _ in self.acks if s > after) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the producer was not acknowledged again")
+            time.sleep(0.05)
+
+
+def failover(trials: int) -> dict:
+    kill, term = [], []
+    with Cluster(3) as c:
+        cluster = c.cluster
+        create_when_ready(c.bootstrap, "failover", partitions=1, replication_factor=3)
+        wait_for_isr(cluster, "failover", 1, 3)
+        producer = Acks(c.bootstrap, "failover")
+        try:
+            producer.wait_for_acks(0.0, 100)
+            for k in range(2 * trials):
+                leader = cluster.wait_for_leader("failover", 0, WAIT)
+                t0 = time.monotonic()
+                if k % 2 == 0:
+                    cluster.kill(leader)
+                    producer.wait_for_acks(t0)
+                    first = min(a for s, a in producer.acks if s > t0)
+                    kill.append(first - t0)
+                    log(f"  SIGKILL leader {leader}: next acknowledged produce after {first - t0:.2f} s")
+                else:
+                    assert cluster.stop(leader) == 0
+                    t1 = time.monotonic()
+                    producer.wait_for_acks(t1)
+                    times = [t0] + sorted(a for _, a in producer.acks if a > t0)
+                    gap = max(b - a for a, b in zip(times, times[1:]) if a <= t1 + 1)
+                    term.append(gap)
+                    log(f"  SIGTERM leader {leader} (stopped in {t1 - t0:.2f} s): longest time without an "
+                        f"acknowledgement {gap:.3f} s")
+                cluster.start_broker(leader)
+                wait_for_isr(cluster, "failover", 1, 3)
+        finally:
+            producer.close()
+    if producer.errors:
+        raise RuntimeError(f"the producer saw errors: {producer.errors[:3]}")
+    return {"sigkill_s": kill, "sigterm_gap_s": term, "sigkill_median_s": statistics.median(kill),
+            "sigkill_max_s": max(kill), "sigterm_gap_median_s": statistics.median(term),
+            "sigterm_gap_max_s": max(term)}
+
+
+def medians(rounds: list[dict]) -> dict:
+    """The median of every number over the rounds (nested one level), strings as in the first round."""
+    out = {}
+    for k, v in rounds[0].items():
+        if isinstance(v, dict):
+            out[k] = medians([r[k] for r in rounds])
+        elif isinstance(v, (int, float)):
+            out[k] = round(statistics.median(r[k] for r in rounds), 4)
+        else:
+            out[k] = v
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=200_000, help="1 KiB records per produce run (default 200,000)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the replication and scale comparisons")
+    ap.add_argument("--trials", type=int, default=3, help="failovers of each kind (SIGKILL, SIGTERM)")
+    ap.add_argument("--e2e-seconds", type=float, default=10.0)
+    ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale"])
+    args = ap.parse_args(argv)
+    chosen = args.only or ["replication", "e2e", "failover", "scale"]
+    values = workloads.values(args.records, KIB)
+    results = {}
+    for name in ("replication", "e2e", "failover", "scale"):
+        if name not in chosen:
+            continue
+        if name == "e2e":
+            results[name] = e2e(args.e2e_seconds)
+        elif name == "failover":
+            results[name] = failover(args.trials)
+        else:
+            rounds = []
+            for r in range(args.rounds):
+                rounds.append((replication if name == "replication" else scale)(values, r))
+                log(f"{name} round {r + 1}: {json.dumps(rounds[-1])}")
+            results[name] = medians(rounds)
+        log(f"{name}: {json.dumps(results[name])}")
+    for name, r in results.items():
+        print(json.dumps({"scenario": name, "records": args.records, "record_bytes": KIB, **r}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,352 @@
+"""A broker as a member of a ZooKeeper cluster, against a real ZooKeeper; the test plays the controller over the
+wire. Registration (Kafka's znode JSON, the cluster id and meta.properties), producer-id blocks from ZooKeeper,
+fencing when the session is lost (no acknowledged write as a leader until registered again and told again by
+LeaderAndIsr, with the new broker epoch), the same session coming back, and controlled shutdown."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from contextlib import asynccontextmanager
+
+import pytest
+from kazoo.client import KazooClient
+from wire import AsyncWireClient
+
+from kafka_compat.cli import cluster_factories
+from kafka_compat.network.socket_server import BrokerStartError
+from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.frames import FrameReader, frame_response, parse_request
+from kafka_compat.protocol.messages import APIS
+from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
+from kafka_compat.protocol.messages.controlled_shutdown import ControlledShutdownResponse
+from kafka_compat.protocol.messages.fetch import FetchRequest
+from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
+from kafka_compat.protocol.messages.leader_and_isr import LeaderAndIsrRequest
+from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.messages.update_metadata import UpdateMetadataRequest
+from kafka_compat.protocol.records import build_batch
+from kafka_compat.server.broker import Broker
+from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.testing import EmbeddedZooKeeper, zookeeper_missing
+
+pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
+TOPIC_ID = b"\x03" * 16
+
+
+@pytest.fixture(scope="module")
+def zk_server():
+    with EmbeddedZooKeeper() as zk:
+        yield zk
+
+
+@pytest.fixture
+def chroot():
+    return f"/kc-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def raw(zk_server, chroot):
+    """A plain kazoo client in the test's chroot, to read znodes as Kafka's tools would."""
+    zk = KazooClient(zk_server.address)
+    zk.start()
+    zk.ensure_path(chroot)
+    zk.chroot = chroot
+    yield zk
+    zk.stop()
+    zk.close()
+
+
+def config(tmp_path, zk_server, chroot, broker_id: int = 0, **overrides) -> BrokerConfig:
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / f"broker-{broker_id}"),
+             "broker.id": broker_id, "zookeeper.connect": zk_server.connect_string(chroot),
+             "zookeeper.session.timeout.ms": 6000, "controlled.shutdown.enable": "false"}
+    props.update({k: str(v) for k, v in overrides.items()})
+    return BrokerConfig(props)
+
+
+async def until(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+class PlayedController:
+    """The test's controller: UpdateMetadata and LeaderAndIsr to one broker, over its listener."""
+
+    def __init__(self, broker: Broker, controller_id: int = 9, controller_epoch: int = 1):
+        self.broker = broker
+        self.controller_id = controller_id
+        self.controller_epoch = controller_epoch
+
+    async def client(self) -> AsyncWireClient:
+        return await AsyncWireClient.connect("127.0.0.1", self.broker.bound[0].port)
+
+    async def update_metadata(self, broker_epoch: int, extra_brokers=()):
+        b = self.broker
+        live = [UpdateMetadataRequest.UpdateMetadataBroker(id=b.broker_id, endpoints=[
+            UpdateMetadataRequest.UpdateMetadataEndpoint(listener="PLAINTEXT", host="127.0.0.1",
+                                                         port=b.bound[0].port, security_protocol=0)])]
+        live += [UpdateMetadataRequest.UpdateMetadataBroker(id=i, endpoints=[
+            UpdateMetadataRequest.UpdateMetadataEndpoint(listener="PLAINTEXT", host="127.0.0.1", port=port,
+                                                         security_protocol=0)]) for i, port in extra_brokers]
+        state = UpdateMetadataRequest.UpdateMetadataPartitionState(
+            partition_index=0, controller_epoch=self.controller_epoch, leader=b.broker_id, leader_epoch=0,
+            isr=[b.broker_id], zk_version=0, replicas=[b.broker_id])
+        body = UpdateMetadataRequest(controller_id=self.controller_id, controller_epoch=self.controller_epoch,
+                                     broker_epoch=broker_epoch, live_brokers=live, topic_states=[
+                                         UpdateMetadataRequest.UpdateMetadataTopicState(
+                                             topic_name="t", topic_id=TOPIC_ID, partition_states=[state])])
+        c = await self.client()
+        try:
+            return (await c.call(6, 8, body)).error_code
+        finally:
+            await c.close()
+
+    async def lead_here(self, broker_epoch: int, leader_epoch: int = 0):
+        b = self.broker
+        body = LeaderAndIsrRequest(controller_id=self.controller_id, controller_epoch=self.controller_epoch,
+                                   broker_epoch=broker_epoch, type=1, topic_states=[
+                                       LeaderAndIsrRequest.LeaderAndIsrTopicState(
+                                           topic_name="t", topic_id=TOPIC_ID, partition_states=[
+                                               LeaderAndIsrRequest.LeaderAndIsrPartitionState(
+                                                   partition_index=0, controller_epoch=self.controller_epoch,
+                                                   leader=b.broker_id, leader_epoch=leader_epoch,
+                                                   isr=[b.broker_id], partition_epoch=leader_epoch,
+                                                   replicas=[b.broker_id], is_new=True)])])
+        c = await self.client()
+        try:
+            return (await c.call(4, 7, body)).error_code
+        finally:
+            await c.close()
+
+
+@asynccontextmanager
+async def leading(tmp_path, zk_server, chroot, factories: dict | None = None, **overrides):
+    """A started broker the played controller has made leader of t-0: (broker, controller).
+    ``factories``: the Broker's controller/admin manager factories (default: none, a follower of the cluster)."""
+    b = Broker(config(tmp_path, zk_server, chroot, **overrides), **(factories or {}))
+    await b.start()
+    controller = PlayedController(b)
+    try:
+        epoch = b.registration.epoch
+        assert await controller.update_metadata(epoch) == ErrorCode.NONE
+        assert await controller.lead_here(epoch) == ErrorCode.NONE
+        yield b, controller
+    finally:
+        await b.stop()
+
+
+async def produce(broker: Broker, value: bytes, acks: int = 1) -> int:
+    c = await AsyncWireClient.connect("127.0.0.1", broker.bound[0].port)
+    try:
+        body = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+            name="t", partition_data=[ProduceRequest.PartitionProduceData(
+                index=0, records=build_batch([(None, value, [], 1)]))])])
+        return (await c.call(0, 9, body)).responses[0].partition_responses[0].error_code
+    finally:
+        await c.close()
+
+
+async def consume_error(broker: Broker) -> int:
+    c = await AsyncWireClient.connect("127.0.0.1", broker.bound[0].port)
+    try:
+        body = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, topics=[FetchRequest.FetchTopic(
+            topic="t", topic_id=TOPIC_ID, partitions=[FetchRequest.FetchPartition(
+                partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        return (await c.call(1, 13, body)).responses[0].partitions[0].error_code
+    finally:
+        await c.close()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+# ---------------------------------------------------------------- registration
+def test_registration_znodes_and_meta_properties(tmp_path, zk_server, chroot, raw):
+    async def scenario():
+        b = Broker(config(tmp_path, zk_server, chroot, 4, **{"broker.rack": "rack-7"}))
+        await b.start()
+        try:
+            c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+            versions = {k.api_key for k in (await c.call(18, 3, ApiVersionsRequest(
+                client_software_name="t", client_software_version="1"))).api_keys}
+            await c.close()
+            data, stat = raw.get("/brokers/ids/4")
+            return json.loads(data), stat.czxid, b.registration.epoch, b.bound[0].port, versions, b.cluster_id
+        finally:
+            await b.stop()
+
+    znode, czxid, epoch, port, versions, cluster_id = run(scenario())
+    assert znode["version"] == 5 and znode["host"] == "127.0.0.1" and znode["port"] == port
+    assert znode["endpoints"] == [f"PLAINTEXT://127.0.0.1:{port}"]
+    assert znode["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+    assert znode["rack"] == "rack-7" and znode["jmx_port"] == -1 and znode["timestamp"].isdigit()
+    assert czxid == epoch                                       # the broker epoch is the czxid (KIP-380)
+    assert {4, 5, 6} <= versions                                # a cluster member answers the control requests
+    assert json.loads(raw.get("/cluster/id")[0]) == {"version": "1", "id": cluster_id}
+    for path in ("/brokers/topics", "/config/changes", "/admin/delete_topics", "/latest_producer_id_block"):
+        assert raw.exists(path), path
+    meta = (tmp_path / "broker-4" / "meta.properties").read_text()
+    assert "broker.id=4" in meta and f"cluster.id={cluster_id}" in meta
+    assert not raw.exists("/brokers/ids/4")                     # gone with the session at shutdown
+
+
+def test_data_of_another_cluster_is_refused(tmp_path, zk_server, chroot):
+    data = tmp_path / "broker-0"
+    os.makedirs(data)
+    (data / "meta.properties").write_text("version=0\nbroker.id=0\ncluster.id=someone-elses-cluster\n")
+
+    async def scenario():
+        b = Broker(config(tmp_path, zk_server, chroot))
+        with pytest.raises(BrokerStartError, match="wrong cluster"):
+            await b.start()
+
+    run(scenario())
+
+
+def test_producer_id_blocks_come_from_zookeeper(tmp_path, zk_server, chroot, raw):
+    async def scenario():
+        brokers = [Broker(config(tmp_path, zk_server, chroot, i)) for i in (0, 1)]
+        for b in brokers:
+            await b.start()
+        try:
+            ids = []
+            for b in brokers + brokers:
+                c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+                ids.append((await c.call(22, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000))).producer_id)
+                await c.close()
+            return ids, json.loads(raw.get("/latest_producer_id_block")[0])
+        finally:
+            for b in brokers:
+                await b.stop()
+
+    ids, block = run(scenario())
+    assert ids == [0, 1000, 1, 1001]                          # one block each, never shared
+    assert block == {"version": 1, "broker": 1, "block_start": "1000", "block_end": "1999"}
+
+
+# ---------------------------------------------------------------- the session
+def test_a_lost_session_fences_leadership_until_registered_and_told_again(tmp_path, zk_server, chroot, raw):
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot) as (b, controller):
+            first = b.registration.epoch
+            steps = {"produce as leader": await produce(b, b"before")}
+            zk_server.expire_session(b.zk_client.zk.client_id)
+            await until(lambda: b.registration.epoch not in (None, first), what="registering again")
+            second = b.registration.epoch
+            steps["produce after the session went"] = await produce(b, b"while fenced")
+            steps["consume after the session went"] = await consume_error(b)
+            steps["lead, old broker epoch"] = await controller.lead_here(first)
+            steps["produce, still fenced"] = await produce(b, b"still fenced")
+            steps["lead, new broker epoch"] = await controller.lead_here(second)
+            steps["produce, leader again"] = await produce(b, b"after")
+            return first, second, raw.get("/brokers/ids/0")[1].czxid, steps, b.replica_manager.get_partition(
+                "t", 0).log_end_offset
+
+    first, second, czxid, steps, leo = run(scenario())
+    assert second > first and czxid == second
+    assert steps == {"produce as leader": ErrorCode.NONE,
+                     "produce after the session went": ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                     "consume after the session went": ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                     "lead, old broker epoch": ErrorCode.STALE_BROKER_EPOCH,
+                     "produce, still fenced": ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                     "lead, new broker epoch": ErrorCode.NONE,      # the same leader epoch, re-sent by the controller
+                     "produce, leader again": ErrorCode.NONE}
+    assert leo == 2                                              # nothing was written while fenced
+
+
+def test_a_connection_that_comes_back_in_the_same_session_restores_leadership(tmp_path, zk_server, chroot):
+    """A dropped connection leaves the broker leading while the session cannot have expired at the server
+    (a third of its timeout), fences it after that, and the same session coming back restores it."""
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot, **{"zookeeper.session.timeout.ms": 3000}) as (b, _):
+            epoch = b.registration.epoch
+            steps = {}
+            for _ in range(2):
+                b.registration._on_state_in_loop("SUSPENDED")   # as kazoo reports a dropped connection
+                steps["at once"] = await produce(b, b"x")
+                if not steps.get("fenced"):
+                    await until(lambda: b.registration.suspended, what="the grace to end")
+                    steps["fenced"] = await produce(b, b"y")
+                b.registration._on_state_in_loop("CONNECTED")   # the same session: nobody replaced us
+                steps["back"] = await produce(b, b"z")
+            return steps, b.registration.epoch == epoch, b.replica_manager.get_partition("t", 0).log_end_offset
+
+    steps, same_epoch, leo = run(scenario())
+    assert steps == {"at once": ErrorCode.NONE, "fenced": ErrorCode.NOT_LEADER_OR_FOLLOWER, "back": ErrorCode.NONE}
+    assert same_epoch and leo == 4                               # x, z, x, z: nothing while fenced
+
+
+# ---------------------------------------------------------------- controlled shutdown
+class ShutdownController:
+    """A controller that answers ControlledShutdown: first with a partition still to move, then with none."""
+
+    def __init__(self):
+        self.requests = []
+
+    async def serve(self, reader, writer):
+        frames = FrameReader()
+        while data := await reader.read(65536):
+            frames.feed(data)
+            for frame in frames.frames():
+                request = parse_request(frame)
+                self.requests.append((request.api_version, request.body))
+                remaining = [ControlledShutdownResponse.RemainingPartition(topic_name="t", partition_index=0)] \
+                    if len(self.requests) == 1 else []
+                writer.write(bytes(frame_response(APIS[7], request.api_version, request.correlation_id,
+                                                  ControlledShutdownResponse(error_code=0,
+                                                                             remaining_partitions=remaining))))
+                await writer.drain()
+        writer.close()
+
+
+def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path, zk_server, chroot):
+    async def scenario():
+        fake = ShutdownController()
+        server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
+        b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
+                                                          "controlled.shutdown.retry.backoff.ms": 50}))
+        await b.start()
+        epoch = b.registration.epoch
+        await PlayedController(b, controller_id=9).update_metadata(
+            epoch, extra_brokers=[(9, server.sockets[0].getsockname()[1])])
+        await b.stop()
+        server.close()
+        return [(v, r.broker_id, r.broker_epoch) for v, r in fake.requests], epoch
+
+    requests, epoch = run(scenario())
+    assert requests == [(3, 0, epoch), (3, 0, epoch)]
+
+
+# ---------------------------------------------------------------- topic configs
+@pytest.mark.parametrize("listener", ["own watch", "admin manager's"])
+def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw,
+                                                                           listener):
+    """Whichever listens to /config/changes (the broker's topic configs alone, or the ZooKeeper admin
+    manager's config manager, which the topic configs then follow), the change reaches the log."""
+    raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
+    factories = None
+    if listener == "admin manager's":
+        factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
+
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot, factories) as (b, _):
+            partition = b.replica_manager.get_partition("t", 0)
+            at_creation = partition.min_insync_replicas
+            # as Kafka's admin tools change a topic config: the overrides, then a change notification
+            raw.set("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"3"}}')
+            raw.create("/config/changes/config_change_", b'{"version":2,"entity_path":"topics/t"}', sequence=True)
+            await until(lambda: partition.min_insync_replicas == 3, what="the change to reach the log")
+            return at_creation
+
+    assert run(scenario()) == 2

@@ -1,0 +1,48 @@
+"""EmbeddedCluster: ZooKeeper and three broker processes with ids 0..2, and the faults a test applies to them,
+checked by what ZooKeeper then holds. Also the `kafka-compat cluster` command."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kafka_compat.testing import EmbeddedCluster, zookeeper_missing
+
+pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
+
+
+def czxid(cluster: EmbeddedCluster, broker_id: int) -> int:
+    return cluster.zk.get(f"/brokers/ids/{broker_id}")[1].czxid
+
+
+def test_brokers_register_and_kill_restart_pause_are_seen_in_zookeeper():
+    with EmbeddedCluster(3) as cluster:
+        assert cluster.registered() == {0, 1, 2}
+        ports = {json.loads(cluster.zk.get(f"/brokers/ids/{i}")[0])["port"] for i in range(3)}
+        assert ports == {b.port for b in cluster.brokers} and len(ports) == 3
+        assert cluster.bootstrap.count(",") == 2
+
+        before = czxid(cluster, 1)
+        cluster.kill(1)                                   # its session expires: the registration goes
+        cluster.wait_until(lambda: 1 not in cluster.registered(), 30, "broker 1's registration to go")
+        cluster.restart(1)
+        cluster.wait_until(lambda: 1 in cluster.registered(), 30, "broker 1 to register again")
+        assert czxid(cluster, 1) > before                 # a new broker epoch
+
+        before = czxid(cluster, 2)
+        cluster.pause(2)                                  # frozen past its session: ZooKeeper expires it
+        cluster.wait_until(lambda: 2 not in cluster.registered(), 30, "broker 2's session to expire")
+        cluster.resume(2)                                 # it notices, and registers under a new session
+        cluster.wait_until(lambda: 2 in cluster.registered(), 30, "broker 2 to register again")
+        assert czxid(cluster, 2) > before and cluster.brokers[2].running
+
+        assert cluster.stop(0) == 0                       # SIGTERM: a clean exit
+        cluster.wait_until(lambda: 0 not in cluster.registered(), 30, "broker 0 to leave")
+
+
+def test_the_cluster_command_refuses_zero_brokers():
+    result = subprocess.run([sys.executable, "-m", "kafka_compat", "cluster", "--brokers", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "at least 1" in result.stderr
