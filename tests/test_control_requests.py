@@ -155,6 +155,25 @@ def test_per_partition_rules_of_leader_and_isr(tmp_path):
     assert leader_of_2 == 2 and hosted_3 is None
 
 
+def test_a_partition_whose_log_cannot_be_made_is_a_storage_error_of_its_own(tmp_path):
+    """A file where the log directories of t-1 and t-2 belong: making those logs fails (as with no
+    descriptors or no disk); the request answers KAFKA_STORAGE_ERROR for them, to lead and to follow,
+    hosts neither, and still applies partition 0."""
+    (tmp_path / "t-1").write_text("in the way")
+    (tmp_path / "t-2").write_text("in the way")
+
+    async def scenario(b):
+        response = await b.call(LISR, 7, lisr((0, ME, 1, [ME], [ME]), (1, ME, 1, [ME], [ME]),
+                                              (2, 2, 1, [2, ME], [2, ME])))
+        return response.error_code, errors_of(response), [b.rm.get_partition("t", i) for i in range(3)]
+
+    code, errors, (p0, p1, p2) = run(tmp_path, scenario)
+    assert code == ErrorCode.NONE
+    assert errors == {0: ErrorCode.NONE, 1: ErrorCode.KAFKA_STORAGE_ERROR, 2: ErrorCode.KAFKA_STORAGE_ERROR}
+    assert p0.is_leader and p1 is None and p2 is None
+    assert (tmp_path / "t-1").read_text() == "in the way"        # nothing of ours replaced it
+
+
 def test_old_leader_and_isr_versions_answer_by_name(tmp_path):
     async def scenario(b):
         body = LeaderAndIsrRequest(controller_id=9, controller_epoch=1, broker_epoch=50, ungrouped_partition_states=[

@@ -31,6 +31,10 @@ def follower_fetch(node, offset: int, epoch: int, last_fetched_epoch: int = -1):
                                                                                last_fetched_epoch))])[0]
 
 
+def vars_of(meters) -> tuple[int, int, int]:
+    return meters.shrinks, meters.expands, meters.failed
+
+
 def alter_requests(c):
     return [(v, [(p.partition_index, list(p.new_isr or [b.broker_id for b in p.new_isr_with_epochs]),
                   p.partition_epoch) for t in body.topics for p in t.partitions]) for v, body in c.controller.requests]
@@ -47,11 +51,15 @@ def test_a_caught_up_follower_joins_the_isr_and_counts_while_the_change_is_pendi
         c[LEADER].produce(1, batch(b"c"))              # the HW now waits for the follower too
         hw_held = p.high_watermark
         c.controller.reachable = True
+        meters_pending = vars_of(c[LEADER].rm.isr_change_meters)
         await until(lambda: p.pending_isr is None, what="the controller's answer")
-        return pending, hw_held, p.isr, p.partition_epoch, alter_requests(c)
+        return pending, hw_held, p.isr, p.partition_epoch, alter_requests(c), meters_pending, \
+            vars_of(c[LEADER].rm.isr_change_meters)
 
-    pending, hw_held, isr, partition_epoch, requests = run(tmp_path, scenario)
+    pending, hw_held, isr, partition_epoch, requests, meters_pending, meters = run(tmp_path, scenario)
     assert pending == (True, (LEADER,), (LEADER, FOLLOWER)) and hw_held == 2
+    # the expansion is counted once the controller has committed it (Kafka's AlterPartitionListener)
+    assert meters_pending == (0, 0, 0) and meters == (0, 1, 0)
     assert isr == (LEADER, FOLLOWER) and partition_epoch == 2
     assert requests[-1] == (3, [(0, [LEADER, FOLLOWER], 1)])     # v3 (by topic id), the epoch we knew
 
@@ -84,11 +92,12 @@ def test_a_lagging_follower_is_shrunk_out_only_once_the_controller_commits(tmp_p
         during = (p.isr, p.maximal_isr, p.high_watermark)               # the HW still waits for the follower
         c.controller.reachable = True
         await until(lambda: p.pending_isr is None, what="the shrink to commit")
-        return shrinking, during, p.isr, p.high_watermark
+        return shrinking, during, p.isr, p.high_watermark, vars_of(c[LEADER].rm.isr_change_meters)
 
-    shrinking, during, isr, hw = run(tmp_path, scenario, lag_ms=1000)
+    shrinking, during, isr, hw, meters = run(tmp_path, scenario, lag_ms=1000)
     assert shrinking and during == ((LEADER, FOLLOWER), (LEADER, FOLLOWER), 0)
     assert isr == (LEADER,) and hw == 1
+    assert meters == (1, 0, 0)          # (shrinks, expands, failed)
 
 
 def test_the_isr_expiration_task_shrinks_a_silent_follower(tmp_path):
@@ -128,9 +137,9 @@ def test_an_ineligible_replica_answer_goes_back_to_the_committed_isr(tmp_path):
     async def scenario(c):
         p = await propose_expansion(c, ErrorCode.INELIGIBLE_REPLICA)
         await until(lambda: p.pending_isr is None, what="the refusal")
-        return p.isr, p.maximal_isr
+        return p.isr, p.maximal_isr, vars_of(c[LEADER].rm.isr_change_meters)
 
-    assert run(tmp_path, scenario) == ((LEADER,), (LEADER,))
+    assert run(tmp_path, scenario) == ((LEADER,), (LEADER,), (0, 0, 1))    # a refused change counts as failed
 
 
 def test_a_fenced_answer_waits_for_new_metadata_and_a_leader_and_isr_clears_it(tmp_path):
