@@ -120,11 +120,14 @@ class EmbeddedBroker(_Started):
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir,
                                      preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
+        waiting = list(self.ports.values())     # every listener: they are bound one after another
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                with socket.create_connection(("127.0.0.1", waiting[0]), timeout=0.2):
+                    waiting.pop(0)
+                if not waiting:
                     return self
             except OSError:
                 time.sleep(0.05)

@@ -36,6 +36,7 @@ from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF  # noqa: E402
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.frames import request_header_version, response_header_version  # noqa: E402
 from kafka_compat.protocol.messages import APIS  # noqa: E402
+from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest  # noqa: E402
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kafka_compat.protocol.messages.delete_topics import DeleteTopicsRequest  # noqa: E402
 from kafka_compat.protocol.messages.describe_cluster import DescribeClusterRequest  # noqa: E402
@@ -294,6 +295,19 @@ def test_incremental_alter_rejects_duplicates_and_nulls(broker, admin):
         R(resource_type=2, resource_name="wire-incr-2", configs=[]),
     ]), 1)
     assert [r.error_code for r in resp.responses] == [ErrorCode.INVALID_REQUEST] * 3
+
+
+def test_an_unknown_topic_is_reported_before_its_bad_configs(broker):
+    """Existence comes before the values, as in Kafka: a broker-only key on a missing topic is
+    UNKNOWN_TOPIC_OR_PARTITION, on an existing one INVALID_CONFIG."""
+    call(broker, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="alter-order", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=10000), 4)
+    R, C = AlterConfigsRequest.AlterConfigsResource, AlterConfigsRequest.AlterableConfig
+    resp = call(broker, AlterConfigsRequest(resources=[
+        R(resource_type=2, resource_name=name, configs=[C(name="offset.metadata.max.bytes", value="1")])
+        for name in ("alter-order", "alter-order-missing")]), 1)
+    assert [r.error_code for r in resp.responses] == [ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
 
 
 def test_broker_logger_levels(broker):

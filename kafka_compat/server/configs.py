@@ -173,13 +173,14 @@ class ConfigsApi:
     # -- shared by AlterConfigs and IncrementalAlterConfigs ---------------------------------
 
     async def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-        """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
+        """Replace a topic's overrides: name, then existence, then values (as a whole), as Kafka's
+        AdminZkClient.validateTopicConfig (librdkafka's 0081 expects an unknown topic before a bad value)."""
         if not name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
         validate_name(name)
-        effective_topic_config(self.config, overrides)
         if self.metadata_cache.get(name) is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        effective_topic_config(self.config, overrides)
         await resolved(self.controller.set_topic_configs(name, overrides, validate_only))
 
     async def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
