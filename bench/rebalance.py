@@ -143,6 +143,8 @@ def round_once(bootstrap: str, topic: str, partitions: int, members: int, name: 
             "kept_median_stall_s": round(statistics.median(kept), 3), "kept_max_stall_s": round(max(kept), 3),
             "steady_median_gap_s": round(statistics.median(steady), 3),
             "late_member_partitions": len({p for _, p, w in late.seen if w >= t0}),
+            "late_first_read_s": round(min((t for t, _, w in late.seen if w >= t0), default=float("inf")) - t0, 3),
+            "group": group, "t0": t0,
             "members": members + 1, "partitions": partitions}
 
 
@@ -160,6 +162,40 @@ def partition_stalls(crew, partitions: int, t0: float, end: float = float("inf")
         points = before[-1:] + after
         out.append(max((b - max(a, t0) for a, b in zip(points, points[1:])), default=float("inf")))
     return out
+
+
+HEARTBEAT_LOGGER = "kafka_compat.group.modern.consumer_group_protocol"
+
+
+def trace_heartbeats(bootstrap: str) -> None:
+    """Turn the broker's per-heartbeat debug line on (KIP-412: IncrementalAlterConfigs on a BROKER_LOGGER)."""
+    import socket
+
+    from kafka_compat.protocol.frames import FrameReader, decode_response, encode_request
+    from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as Req
+    body = Req(resources=[Req.AlterConfigsResource(resource_type=8, resource_name="0", configs=[
+        Req.AlterableConfig(name=HEARTBEAT_LOGGER, config_operation=0, value="DEBUG")])])
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(encode_request(44, 1, body, 1))
+        frames = FrameReader()
+        while not (got := frames.frames()):
+            frames.feed(sock.recv(65536))
+    error = decode_response(44, 1, got[0])[1].responses[0].error_code
+    if error:
+        raise RuntimeError(f"the broker refused the log level: error {error}")
+
+
+def print_trace(log_path: str, group: str, t0: float) -> None:
+    """The group's heartbeats from t0 on, as seconds after t0 (the broker logs local wall time, in ms)."""
+    import datetime
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if f"heartbeat group {group} " not in line:
+                continue
+            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if stamp >= t0 - 0.05:
+                print(f"  {stamp - t0:+7.3f} {line[line.index('member '):].strip()}")
 
 
 def all_flowing(crew, partitions: int, t0: float) -> bool:
@@ -183,6 +219,9 @@ def main(argv=None) -> int:
                          "partitions heartbeats (default: the consumer heartbeat)")
     ap.add_argument("--only", action="append", choices=sorted(CONTENDERS), help="run only these contenders")
     ap.add_argument("--data-dir", default=None, help="keep the broker's data and broker.log here")
+    ap.add_argument("--trace", action="store_true",
+                    help="log every ConsumerGroupHeartbeat at the broker and print each consumer-protocol "
+                         "round's heartbeats from t0 on (the broker's log level goes DEBUG through KIP-412)")
     ap.add_argument("--bootstrap", default=None,
                     help="use this running broker (its group.consumer.heartbeat.interval.ms applies)")
     args = ap.parse_args(argv)
@@ -197,10 +236,13 @@ def main(argv=None) -> int:
     contenders = {name: conf for name, conf in CONTENDERS.items() if not args.only or name in args.only}
     results: dict[str, list[dict]] = {name: [] for name in contenders}
     with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap or stack.enter_context(EmbeddedBroker(props, data_dir=args.data_dir)).bootstrap
+        broker = None if args.bootstrap else stack.enter_context(EmbeddedBroker(props, data_dir=args.data_dir))
+        bootstrap = args.bootstrap or broker.bootstrap
         topic = f"rebalance-bench-{time.time_ns()}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+        if args.trace:
+            trace_heartbeats(bootstrap)
         producing = Producing(bootstrap, topic, args.partitions)
         try:
             for r in range(args.rounds):
@@ -209,6 +251,9 @@ def main(argv=None) -> int:
                                      args.heartbeat_ms, args.settle, args.limit)
                     out["round"] = r
                     print(json.dumps(out), flush=True)
+                    if args.trace and broker is not None and conf.get("group.protocol") == "consumer":
+                        time.sleep(0.5)
+                        print_trace(broker.log_path, out["group"], out["t0"])
                     results[name].append(out)
         finally:
             producing.stop.set()

@@ -222,6 +222,13 @@ class ConsumerGroupProtocol:
         changed = updated.assigned_partitions != before.assigned_partitions
         interval = self.waiting_heartbeat_interval_ms if updated.state == MemberState.UNRELEASED_PARTITIONS \
             else self.heartbeat_interval_ms
+        if log.isEnabledFor(logging.DEBUG):     # one line per heartbeat: what the member said, what it is told
+            log.debug("heartbeat group %s member %s (%s): epoch %d owned %s -> epoch %d %s, %d assigned%s, "
+                      "%d pending revocation", group_id, member_id, client_id, epoch,
+                      "-" if owned is None else sum(len(p) for _, p in owned), updated.member_epoch,
+                      updated.state.name, sum(len(p) for p in updated.assigned_partitions.values()),
+                      " (sent)" if full or changed else "",
+                      sum(len(p) for p in updated.partitions_pending_revocation.values()))
         return HeartbeatResult(E.NONE, None, member_id, updated.member_epoch, interval,
                                dict(updated.assigned_partitions) if full or changed else None)
 
