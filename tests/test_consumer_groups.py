@@ -365,6 +365,37 @@ def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_
     assert not owned_of(waiting) and waiting.heartbeat_interval_ms == 100
 
 
+def test_a_joining_member_gets_free_partitions_at_once_and_released_ones_at_its_next_heartbeat(tmp_path):
+    """What a rebalance costs in heartbeats: the joiner's first one brings what nobody owns; the owner's
+    next one is told to revoke, its acknowledgement frees the partitions, and the joiner's next one has them."""
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 4, 1, {})
+        b.controller.create_topic("u", 2, 1, {})
+        t, u = (b.metadata_cache.get_topic(n).topic_id for n in "tu")
+        steps = {"a joins": await c.call(68, 1, hb(member_id="a"))}
+        steps["b joins"] = await c.call(68, 1, hb(member_id="b", topics=("t", "u")))
+        steps["a is told"] = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, range(4))]))
+        kept = dict(owned_of(steps["a is told"]))[t]
+        steps["a acknowledges"] = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, kept)]))
+        steps["b again"] = await c.call(68, 1, hb(member_id="b", epoch=steps["b joins"].member_epoch, topics=None,
+                                                   owned=owned_of(steps["b joins"])))
+        await b.stop()
+        return t, u, steps
+
+    t, u, steps = asyncio.run(scenario())
+    assert all(r.error_code == E.NONE for r in steps.values()), steps
+    assert dict(owned_of(steps["a joins"])) == {t: [0, 1, 2, 3]}
+    joined = dict(owned_of(steps["b joins"]))
+    assert joined == {u: [0, 1]} and steps["b joins"].member_epoch == 2     # t's are still a's
+    told = steps["a is told"]
+    assert told.member_epoch == 1 and 0 < len(dict(owned_of(told))[t]) < 4  # revoke first, at its epoch
+    assert steps["a acknowledges"].member_epoch == 2
+    kept = dict(owned_of(told))[t]
+    b_now = dict(owned_of(steps["b again"]))
+    assert b_now[u] == [0, 1] and sorted(b_now[t] + kept) == [0, 1, 2, 3]
+
+
 def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tmp_path):
     """TxnOffsetCommit for a consumer group: checked against the member's epoch, pending (unstable)
     until the transaction commits, then the group's committed offset."""
