@@ -8,17 +8,27 @@ time; once they all consume, one more member joins (time t0).
 
 Two figures. Recovery: for each partition, the first time its final owner consumes a record
 written after t0; the largest of those, minus t0 (a partition that never stopped counts from
-its first record after t0, one that moved from when its new owner reads it). Both protocols
-need every member that gives up partitions to hear of the join at its next heartbeat, so this
-is about one heartbeat interval for all three. Stall: for each partition, the longest time
-after t0 that nobody consumed it (the gap between two consecutive reads, by anyone); the
-largest of those, over the partitions that moved (read by another member after t0) and, as a
-median, over those kept by the member reading them before t0, beside the median gap of the
-steady state (the --settle seconds before t0). Eager stops every partition until the last
-member rejoins; an incremental protocol stops only those that move, from their release until
-the new owner reads them. Every contender gets the same
-heartbeat interval (`--heartbeat-ms`, the classic clients' heartbeat.interval.ms and the
-broker's group.consumer.heartbeat.interval.ms) and auto-commits every 200 ms.
+its first record after t0, one that moved from when its new owner reads it). Stall: for each
+partition, the longest time after t0 that nobody consumed it (the gap between two consecutive
+reads, by anyone); the largest of those, over the partitions that moved (read by another member
+after t0) and, as a median, over those kept by the member reading them before t0, beside the
+median gap of the steady state (the --settle seconds before t0). Every contender gets the same
+heartbeat interval (`--heartbeat-ms`, default 1000: the classic clients' heartbeat.interval.ms
+and the broker's group.consumer.heartbeat.interval.ms; group.consumer.min.heartbeat.interval.ms,
+which kafka-compat also uses for a member waiting on partitions others still own, is set to the
+same value unless --waiting-heartbeat-ms says otherwise) and auto-commits every 200 ms.
+
+Where the time goes (`--trace` prints every heartbeat of the consumer-protocol rounds): the
+joiner's first heartbeat is answered at once (nothing is free: all 100 partitions are owned); the
+members that give up a partition hear of the new epoch at their next regular heartbeat, a phase
+in [0, interval) that is one phase for all since they heartbeat in step, revoke and acknowledge
+within milliseconds, which frees the partitions; the joiner learns it at its own next heartbeat,
+one interval after it joined (Kafka answers every heartbeat with the group's interval, and the
+protocol has no push). Eager waits for the same phase, then a JoinGroup/SyncGroup round of about
+0.1-0.2 s. So at equal intervals consumer-protocol recovery is about one interval and eager's the
+phase plus a round: no broker can make the former a multiple faster than the latter. What the
+consumer protocol saves is that partitions that stay put never stop (eager revokes all of them for
+the length of its JoinGroup/SyncGroup round).
 
     python bench/rebalance.py [--partitions 100] [--members 10] [--rounds 1] [--heartbeat-ms 1000]
 
