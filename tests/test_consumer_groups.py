@@ -328,6 +328,38 @@ def test_a_coordinator_move_unloads_and_reloads_the_partition(tmp_path):
     assert after.members["m"].member_epoch == j.member_epoch
 
 
+def test_a_member_revoking_when_the_coordinator_moves_still_has_only_its_rebalance_timeout(tmp_path):
+    """Loading re-arms the rebalance timeout of a member told to revoke (as Kafka's onLoaded does): one that
+    never acknowledges is fenced then, long before its session (60 s here) would end, and its partitions
+    go to the member waiting for them."""
+    async def scenario():
+        b, c = await started(tmp_path, **{"group.consumer.session.timeout.ms": "60000"})
+        b.controller.create_topic("t", 2, 1, {})
+        t = b.metadata_cache.get_topic("t").topic_id
+        await c.call(68, 1, hb(member_id="a", timeout=300))
+        joined = await c.call(68, 1, hb(member_id="b"))
+        told = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, [0, 1])]))
+        coordinator = b.group_coordinator
+        index = coordinator.partition_for("g")
+        coordinator.on_resignation(index)
+        await coordinator.on_election(index)
+        state = coordinator.groups.get_group("g").members["a"].state
+        for _ in range(200):                   # a guard against a hang: 20 s, a third of the session
+            if "a" not in coordinator.groups.get_group("g").members:
+                break
+            await asyncio.sleep(0.1)
+        members = set(coordinator.groups.get_group("g").members)
+        later = await c.call(68, 1, hb(member_id="b", epoch=joined.member_epoch, topics=None, owned=[]))
+        await b.stop()
+        return t, told, state, members, later
+
+    t, told, state, members, later = asyncio.run(scenario())
+    assert told.error_code == E.NONE and told.member_epoch == 1 and len(owned_of(told)[0][1]) == 1
+    assert state == MemberState.UNREVOKED_PARTITIONS        # reloaded as it was
+    assert members == {"b"}
+    assert later.error_code == E.NONE and owned_of(later) == [(t, [0, 1])]
+
+
 def test_leader_epochs_order_a_partitions_elections_and_resignations(tmp_path):
     async def scenario():
         b, c = await started(tmp_path)
