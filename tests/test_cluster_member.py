@@ -316,13 +316,19 @@ class ShutdownController:
         writer.close()
 
 
+async def shutting_down_broker(tmp_path, zk_server, chroot):
+    """A started broker with controlled shutdown on, and the ShutdownController it will ask (and its server)."""
+    fake = ShutdownController()
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
+    b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
+                                                      "controlled.shutdown.retry.backoff.ms": 50}))
+    await b.start()
+    return fake, server, b
+
+
 def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path, zk_server, chroot):
     async def scenario():
-        fake = ShutdownController()
-        server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
-        b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
-                                                          "controlled.shutdown.retry.backoff.ms": 50}))
-        await b.start()
+        fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
         epoch = b.registration.epoch
         await PlayedController(b, controller_id=9).update_metadata(
             epoch, extra_brokers=[(9, server.sockets[0].getsockname()[1])])
@@ -339,11 +345,7 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
     UpdateMetadata moving its replicated partition are here: an acks=all produce waiting on it hears
     NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed."""
     async def scenario():
-        fake = ShutdownController()
-        server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
-        b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
-                                                          "controlled.shutdown.retry.backoff.ms": 50}))
-        await b.start()
+        fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
         epoch = b.registration.epoch
         played = PlayedController(b, controller_id=9)
         other = [(9, server.sockets[0].getsockname()[1])]
