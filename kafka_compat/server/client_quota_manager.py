@@ -341,16 +341,24 @@ class ClientRequestQuotaManager(ClientQuotaManager):
 
 
 class QuotaManagers:
-    """Kafka's QuotaFactory.QuotaManagers: the produce, fetch and request quotas of this broker."""
+    """Kafka's QuotaFactory.QuotaManagers: the produce, fetch, request and controller mutation quotas of this
+    broker. The controller mutation manager only resolves an entity's controller_mutation_rate and records
+    what it mutated (for the metrics); its token buckets are controller_mutation_quota.py's."""
 
-    def __init__(self, *, samples: int = 11, window_seconds: int = 1, clock=now_ms):
+    def __init__(self, *, samples: int = 11, window_seconds: int = 1, controller_samples: int = 11,
+                 controller_window_seconds: int = 1, clock=now_ms):
         self.produce = ClientQuotaManager("Produce", samples=samples, window_seconds=window_seconds, clock=clock)
         self.fetch = ClientQuotaManager("Fetch", samples=samples, window_seconds=window_seconds, clock=clock)
         self.request = ClientRequestQuotaManager(samples=samples, window_seconds=window_seconds, clock=clock)
+        self.controller_mutation = ClientQuotaManager("ControllerMutation", samples=controller_samples,
+                                                      window_seconds=controller_window_seconds, clock=clock)
+        self.controller_mutation.metric_name = "mutation-rate"
 
     @classmethod
     def from_config(cls, config) -> "QuotaManagers":
-        return cls(samples=config["quota.window.num"], window_seconds=config["quota.window.size.seconds"])
+        return cls(samples=config["quota.window.num"], window_seconds=config["quota.window.size.seconds"],
+                   controller_samples=config["controller.quota.window.num"],
+                   controller_window_seconds=config["controller.quota.window.size.seconds"])
 
     def request_throttle_ms(self, request, user: str) -> int:
         """Charge a request's handler time so far to the request quota: the throttle that earns, or 0."""
@@ -361,13 +369,14 @@ class QuotaManagers:
                                                        self.request.percentage(nanos))
 
     def all(self) -> tuple[ClientQuotaManager, ...]:
-        return self.produce, self.fetch, self.request
+        return self.produce, self.fetch, self.request, self.controller_mutation
 
     def update_entity(self, user: str | None, client_id: str | None, configs: dict[str, str]) -> None:
         """An entity's quota configs changed (Kafka's ClientIdConfigHandler / UserConfigHandler): every
         manager takes its key, or loses its quota when the key is gone."""
         for manager, key in ((self.produce, PRODUCER_BYTE_RATE), (self.fetch, CONSUMER_BYTE_RATE),
-                             (self.request, REQUEST_PERCENTAGE)):
+                             (self.request, REQUEST_PERCENTAGE),
+                             (self.controller_mutation, CONTROLLER_MUTATION_RATE)):
             value = configs.get(key)
             manager.update_quota(user, client_id, float(value) if value is not None else None)
 
