@@ -79,7 +79,15 @@ def principal_user(connection) -> str:
         name = str(principal)
         if ":" in name:                           # "User:alice"
             name = name.split(":", 1)[1]
-    return sanitize(name)
+    sanitized = _SANITIZED.get(name)
+    if sanitized is None:
+        if len(_SANITIZED) >= 10_000:             # bounded: user names come from the network
+            _SANITIZED.clear()
+        sanitized = _SANITIZED[name] = sanitize(name)
+    return sanitized
+
+
+_SANITIZED: dict[str, str] = {}                   # user name -> sanitize(name): every quota check asks
 
 
 class QuotaEntity(NamedTuple):
@@ -187,14 +195,12 @@ class ClientQuotaManager:
         self.clock = clock
         self.overrides: dict[QuotaEntity, float] = {}
         self.quota_types_enabled = NO_QUOTAS
+        # once any quota was configured for this type, usage is recorded (until a restart), as in Kafka;
+        # a plain attribute, read for every produce and fetch
+        self.enabled = False
         self.sensors: dict[tuple[str, str], ClientSensors] = {}
         self._version = 0
         self._next_expiry_check = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Once any quota was configured for this type, usage is recorded (until a restart), as in Kafka."""
-        return self.quota_types_enabled != NO_QUOTAS
 
     # -- configuration ------------------------------------------------------------------------
     def update_quota(self, user: str | None, client_id: str | None, bound: float | None) -> None:
@@ -204,6 +210,7 @@ class ClientQuotaManager:
             self.quota_types_enabled |= USER_CLIENT_ID_QUOTAS if client_id is not None else USER_QUOTAS
         elif client_id is not None:
             self.quota_types_enabled |= CLIENT_ID_QUOTAS
+        self.enabled = self.quota_types_enabled != NO_QUOTAS
         if bound is None:
             if self.overrides.pop(entity, None) is not None:
                 log.info("removing %s quota for %s", self.quota_type, _describe(entity))

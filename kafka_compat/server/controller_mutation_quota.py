@@ -93,8 +93,6 @@ class ControllerMutationQuotaManager:
         self.buckets: dict[tuple[str, str], TokenBucket] = {}
 
     def _bucket(self, user: str, client_id: str) -> TokenBucket | None:
-        if not self.quotas.enabled:
-            return None
         sensors = self.quotas.sensors_for(user, client_id)
         rate = sensors.bound
         if rate == math.inf:
@@ -119,6 +117,8 @@ class ControllerMutationQuotaManager:
         if strict is None:
             first = STRICT_FROM.get(request.api_key)
             strict = first is not None and request.api_version >= first
+        if not self.quotas.enabled:             # no quota of this type anywhere: nothing to look up
+            return ControllerMutationQuota(self, request, "", "", None, strict)
         user, client_id = principal_user(request.connection), request.client_id or ""
         return ControllerMutationQuota(self, request, user, client_id, self._bucket(user, client_id), strict)
 
