@@ -51,7 +51,10 @@ class RequestChannel:
             return self._remote(request, connection, result)
         request.local_done_at = request.remote_done_at = monotonic()
         if request.throttle_time_ms < 0:
-            self._request_quota(request, connection, result)
+            if self.quotas.request.enabled:
+                self._request_quota(request, connection, result)
+            else:
+                request.throttle_time_ms = 0
         return result
 
     async def _remote(self, request, connection, waiting):
@@ -81,7 +84,13 @@ class RequestChannel:
             return throttle / 1000.0 if throttle > 0 else 0.0
         now = monotonic()
         if self.metrics is not None:
-            self._record(request, now, throttle if throttle > 0 else 0)
+            # inline, as it runs for every request: the request type's RequestMetrics, by API key
+            key = request.api_key
+            m = self._by_key[key] if key != FETCH and key < 128 else None
+            if m is None:
+                m = self._metrics_of(request)
+            m.record(request.api_version, request.received_at or request.dequeued_at, request.dequeued_at,
+                     request.local_done_at, request.remote_done_at or now, now, throttle if throttle > 0 else 0)
         quota = self.quotas.request
         if quota.enabled and request.api_key not in EXEMPT_FROM_REQUEST_QUOTA and request.remote_done_at:
             # the network thread's share of the request quota, as Kafka's recordNetworkThreadTimeCallback
@@ -89,19 +98,16 @@ class RequestChannel:
                                      ClientRequestQuotaManager.percentage(int((now - request.remote_done_at) * 1e9)))
         return throttle / 1000.0 if throttle > 0 else 0.0
 
-    def _record(self, request, now: float, throttle_ms: int) -> None:
+    def _metrics_of(self, request) -> RequestMetrics:
+        """The RequestMetrics a request counts under: Fetch by who fetches, the others by API key (cached)."""
         key = request.api_key
         if key == FETCH:
-            m = self._metrics_for("FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer")  # "Fetch": sum
-        else:
-            m = self._by_key[key] if key < 128 else None
-            if m is None:
-                m = self._metrics_for(request.info.name)
-                if key < 128:
-                    self._by_key[key] = m
-        received = request.received_at or request.dequeued_at
-        m.record(request.api_version, received, request.dequeued_at, request.local_done_at,
-                 request.remote_done_at or now, now, throttle_ms)
+            # "Fetch" is their sum (snapshot)
+            return self._metrics_for("FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer")
+        m = self._metrics_for(request.info.name)
+        if key < 128:
+            self._by_key[key] = m
+        return m
 
     def _metrics_for(self, name: str) -> RequestMetrics:
         m = self.metrics.get(name)
