@@ -75,7 +75,8 @@ def _scan(directory: str):
     return found, swaps
 
 
-def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> None:
+def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> set:
+    """Put each interrupted swap in place; returns the base offsets of the cleaned segments."""
     for base in swaps:
         seg = LogSegment(directory, base, config, suffix=SWAP_SUFFIX, active=False)
         aborted = seg.txn_index.all_aborted_txns()   # the cleaner copied them; recovery would drop them
@@ -94,13 +95,14 @@ def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list)
                 os.replace(path, path[: -len(SWAP_SUFFIX)])
         found[base] = {LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX}
         log.info("%s: completed the interrupted swap of segment %d", directory, base)
+    return set(swaps)
 
 
 def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_offset: int,
          had_clean_shutdown: bool) -> LoadedLog:
     os.makedirs(directory, exist_ok=True)
     found, swaps = _scan(directory)
-    _complete_swaps(directory, config, found, swaps)
+    cleaned = _complete_swaps(directory, config, found, swaps)
     for base, kinds in list(found.items()):
         if LOG_SUFFIX not in kinds:   # orphan indexes
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
@@ -120,6 +122,7 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     for i, base in enumerate(bases):
         kinds = found[base]
         seg = LogSegment(directory, base, config, active=False)
+        seg.cleaned = base in cleaned
         needs_recovery = recover_from is not None and base >= recover_from
         if not needs_recovery and seg.size and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):
             log.warning("%s: rebuilding the indexes of segment %d: index files missing", directory, base)
@@ -132,8 +135,15 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
                 needs_recovery = True
         if needs_recovery:
             recovered.append(base)
-            cut = seg.recover()
-            if cut:
+            limit = bases[i + 1] if i + 1 < len(bases) else None
+            cut = seg.recover(limit)
+            short = not cut and limit is not None and seg.next_offset < limit and not seg.gaps_possible()
+            if short:
+                # whole batches, but fewer than a roll left (the file lost its tail at a batch
+                # boundary): the offsets up to the next segment are gone, so is what follows
+                log.warning("%s: ends at offset %d, below the next segment's base offset %d; "
+                            "the later segments are dropped", seg.log_path, seg.next_offset, limit)
+            if cut or short:
                 truncated += cut
                 os.fsync(seg.fd)
                 segments.append(seg)
