@@ -290,7 +290,8 @@ class Broker:
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
             cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
-            producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
+            producer_id_expiration_ms=cfg["producer.id.expiration.ms"],
+            recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"])
 
     def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
         """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
