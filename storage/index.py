@@ -270,7 +270,14 @@ class _Index:
         if not n:
             return None
         fields = self.ENTRY.format.lstrip(">")
-        flat = struct.unpack_from(">" + fields * n, self._mm or self._mapped(), 0)
+        buf = self._mm
+        if buf is None:   # one read, no mapping: a load checks every partition's indexes, most stay idle
+            fd = open_fd(self.path, os.O_RDONLY)
+            buf = os.pread(fd, n * self.ENTRY.size, 0)
+            del fd
+            if len(buf) < n * self.ENTRY.size:
+                raise CorruptIndexError(f"{self.path}: shorter than its entries")
+        flat = struct.unpack_from(">" + fields * n, buf, 0)
         return [flat[i:: len(fields)] for i in range(len(fields))]
 
 
