@@ -16,6 +16,7 @@ import re
 
 from .index import CorruptIndexError
 from .log_config import LogConfig
+from .producer_state import snapshot_offsets_in
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -38,8 +39,10 @@ class LoadedLog:
     """What the loader hands to LocalLog: segments in offset order and the offsets it settled on."""
 
     def __init__(self, segments, next_offset, recovery_point, log_start_offset, truncated_bytes, dropped,
-                 recovered=()):
+                 recovered=(), snapshot_offsets=()):
         self.segments = segments
+        #: the producer snapshots found (the directory is listed once per load)
+        self.snapshot_offsets = list(snapshot_offsets)
         #: base offsets of the segments recover() rebuilt (their transaction indexes are empty now)
         self.recovered = list(recovered)
         self.next_offset = next_offset
@@ -57,10 +60,16 @@ def _remove(path: str) -> None:
 
 
 def _scan(directory: str):
-    """Return ({base: present suffixes}, [swap base offsets]) after dropping leftovers."""
+    """Return ({base: present suffixes}, [swap base offsets], [snapshot offsets]) after dropping
+    leftovers; a missing directory is made (a new log)."""
     found: dict[int, set] = {}
     swaps = []
-    for name in sorted(os.listdir(directory)):
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+        return found, swaps, []
+    for name in sorted(names):
         m = _SEGMENT_FILE.match(name)
         if not m:
             continue
@@ -72,7 +81,7 @@ def _scan(directory: str):
                 swaps.append(base)
         else:
             found.setdefault(base, set()).add(kind)
-    return found, swaps
+    return found, swaps, snapshot_offsets_in(names)
 
 
 def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> set:
@@ -100,8 +109,7 @@ def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list)
 
 def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_offset: int,
          had_clean_shutdown: bool) -> LoadedLog:
-    os.makedirs(directory, exist_ok=True)
-    found, swaps = _scan(directory)
+    found, swaps, snapshots = _scan(directory)
     cleaned = _complete_swaps(directory, config, found, swaps)
     for base, kinds in list(found.items()):
         if LOG_SUFFIX not in kinds:   # orphan indexes
@@ -173,4 +181,5 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     recovery_point = min(max(recovery_point, segments[0].base_offset), next_offset)
     kept = {s.base_offset for s in segments}
     recovered = [b for b in recovered if b in kept]
-    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped, recovered)
+    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped, recovered,
+                     snapshots)

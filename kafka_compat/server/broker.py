@@ -30,6 +30,7 @@ Kafka's ZooKeeper-mode broker:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -245,6 +246,9 @@ class Broker:
         else:
             await self._start_single_node(connection_quotas)
         await self._start_prometheus()
+        # what startup made (a log, a partition, a segment per partition: millions of objects at 50,000
+        # partitions) lives until shutdown: the collector need not walk it again on every full pass
+        gc.freeze()
         self.started = True
         log.info("kafka-compat %s %d serving %s (cluster %s)", "broker" if self.cluster_mode else "node",
                  self.broker_id, ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound),
