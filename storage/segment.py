@@ -421,7 +421,7 @@ class LogSegment:
             return True   # unreadable: do not cut what may be a cleaned log
         return not number.isdigit() or (topic, int(number)) in cleaned
 
-    def recover(self, limit: int | None = None) -> int:
+    def recover(self, limit: int | None = None, stop_at: int | None = None) -> int:
         """Check every batch, rebuild both indexes, cut the file at the first invalid byte.
 
         A batch is valid when its header parses, it fits in the file, its checksum matches,
@@ -431,6 +431,11 @@ class LogSegment:
         UnifiedLog rebuilds it when it replays the recovered batches, which it does only when
         ``recovered_markers`` says there is an index to rebuild. ``recovered_epochs`` lists
         (leader epoch, first offset) where the batches' epoch went up, for the epoch cache.
+
+        The partition leader epoch lies outside the checksum too, and epochs never go down in a
+        log: a lone batch whose epoch rises above the next batch's (not below the one before
+        it) is the damaged one (a flipped bit), and recovery runs again to cut before it
+        (``stop_at``); any other fall cuts at the batch that falls.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -440,8 +445,11 @@ class LogSegment:
         valid = last_index_entry = 0
         prev_last = self.base_offset - 1
         epochs, latest_epoch, markers = [], -1, False
+        before_raise = raised_at = None   # the epoch before the latest rise, and where the riser starts
         position, chunk = 0, b""
         while True:
+            if stop_at is not None and valid >= stop_at:
+                break
             at = valid - position
             left = len(chunk) - at
             if left < HEADER_SIZE_UP_TO_MAGIC or left < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
@@ -471,9 +479,22 @@ class LogSegment:
                 break
             if info.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = info.max_timestamp, info.last_offset
-            if info.partition_leader_epoch > latest_epoch and info.magic >= 2:
-                latest_epoch = info.partition_leader_epoch
+            epoch = info.partition_leader_epoch if info.magic >= 2 else -1
+            if 0 <= epoch < latest_epoch:
+                if raised_at is not None and epoch >= before_raise and stop_at is None:
+                    log.warning("%s: leader epoch %d of the batch at %d falls back to %d at %d: cut before it",
+                                self.log_path, latest_epoch, raised_at, epoch, valid)
+                    return self.recover(limit, raised_at)
+                log.warning("%s: leader epoch %d at %d is below the earlier %d", self.log_path, epoch, valid,
+                            latest_epoch)
+                break
+            if epoch > latest_epoch:
+                # only a rise inside this segment can be undone here
+                before_raise, raised_at = (latest_epoch, valid) if latest_epoch >= 0 else (None, None)
+                latest_epoch = epoch
                 epochs.append((latest_epoch, info.base_offset))
+            elif epoch >= 0:
+                raised_at = None   # two batches of the epoch: the rise was real
             if info.attributes & CONTROL_FLAG_MASK and info.magic >= 2:
                 markers = True
             if valid - last_index_entry > self.index_interval_bytes:

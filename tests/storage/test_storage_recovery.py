@@ -129,6 +129,36 @@ def test_a_flipped_base_offset_is_cut_at_that_batch(make_log, bit, where):
     assert read_records(lg)[-1].offset == bases[-1] + 3 * n
 
 
+def write_epochs(make_log, epochs):
+    lg = make_log(**CONFIG)
+    for epoch in epochs:
+        lg.append_as_leader(batch(3, value=b"v" * 20), epoch)
+    bases = [s.base_offset for s in lg.segments]
+    lg.close()
+    return lg.dir, bases
+
+
+@pytest.mark.parametrize("bit, cut_at", [(4, 2), (30, 2), (1, 2)])
+def test_a_flipped_leader_epoch_is_cut_where_the_epochs_stop_making_sense(make_log, bit, cut_at):
+    """The partition leader epoch is outside the checksum as well. Epochs 3,3,3,5,5 with the third
+    batch's flipped: up (bits 4, 30) it is a lone batch above the next one's and is cut; down (bit 1:
+    3 -> 1) it is the fall that is cut. Either way no wrong epoch reaches the epoch cache."""
+    directory, bases = write_epochs(make_log, [3, 3, 3, 5, 5])
+    assert len(bases) == 1
+    log_path = segment_paths(directory, bases[0])[0]
+    starts = batch_starts(log_path)
+    with open(log_path, "r+b") as f:
+        f.seek(starts[2] + 12)
+        epoch = struct.unpack(">i", f.read(4))[0]
+        f.seek(starts[2] + 12)
+        f.write(struct.pack(">i", epoch ^ (1 << bit)))
+    lg = make_log(**CONFIG)
+    assert lg.log_end_offset == 3 * cut_at and os.path.getsize(log_path) == starts[cut_at]
+    assert [r.offset for r in read_records(lg)] == list(range(3 * cut_at))
+    assert lg.latest_epoch == 3 and lg.leader_epoch_cache.entries == [(3, 0)]
+    assert_consistent(lg)
+
+
 def test_a_segment_cut_at_a_batch_boundary_drops_the_later_ones(make_log):
     """Whole batches but fewer offsets than the next segment's base: the offsets between are
     gone, so the later segments go too rather than serve a log with a hole in it."""
