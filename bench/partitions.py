@@ -10,7 +10,7 @@ creates the partitions with CreateTopics, produces --messages records spread ove
 a clean restart and an unclean one (SIGKILL) until Metadata lists every partition. Prints one
 JSON line per figure. Timing lives here, never in tests.
 
-``--compare`` runs checkouts side by side on one data directory (filled once by the first, as
+``--compare`` runs checkouts side by side on one data directory (filled once by the last, as
 above, when --dir holds no logs yet): in turn, each starts the broker after a clean shutdown
 (seconds until it listens, until Metadata lists every partition, and the CPU seconds spent by
 then), idles for --idle seconds (idle CPU) and shuts down cleanly; medians and ratios to the
@@ -161,7 +161,7 @@ def compare(args, limit) -> int:
     logs = os.path.join(data_dir, "logs")
     total = args.partitions // args.per_topic * args.per_topic
     if not (os.path.isdir(logs) and any(n.startswith("p-") for n in os.listdir(logs))):
-        broker = EmbeddedBroker(data_dir=data_dir, python=args.compare[0], preexec_fn=limit)
+        broker = EmbeddedBroker(data_dir=data_dir, python=args.compare[-1], preexec_fn=limit)
         broker.start()
         try:
             total = populate(broker, args)
