@@ -203,7 +203,9 @@ class ReplicaManager:
         """Host a partition: its log is created (or found, after a restart) and its high watermark
         starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
         KafkaError (KAFKA_STORAGE_ERROR) and nothing is hosted."""
-        log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+        # a log loaded at startup has its config: working it out again per partition costs seconds at 50,000
+        log_ = self.log_manager.get_log(topic, index) or \
+            self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
         hw = self._hw_checkpoints.pop((topic, index), None)
         if hw is not None:
             log_.update_high_watermark(hw)
