@@ -57,7 +57,7 @@ from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
-from ..transaction import TransactionCoordinator
+from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
@@ -101,6 +101,7 @@ from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
+from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
 from .write_txn_markers import WriteTxnMarkersApi
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
@@ -119,6 +120,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
+TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
 
 def enabled_handler_classes(config=None) -> tuple:
@@ -221,6 +223,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.txn_marker_writer: WriteTxnMarkersApi | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
+        self.txn_channel: NetworkClient | None = None           # markers and KIP-890 checks to other brokers
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
@@ -351,10 +355,20 @@ class Broker:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
         self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
                                                     self.group_coordinator.clock, AuthHelper(self.authorizer))
+        send = None
+        if not elect_locally:       # a cluster: coordinators and partition leaders talk over the inter-broker listener
+            self.txn_channel = NetworkClient(f"broker-{self.broker_id}-txn",
+                                             request_timeout_ms=TXN_REQUEST_TIMEOUT_MS)
+
+            async def send(broker_id, api_key, api_version, body):
+                return await self.txn_channel.send(self._inter_broker_node(broker_id), api_key, api_version, body)
         self.txn_coordinator = TransactionCoordinator(self.config, self.broker_id, self.replica_manager,
                                                       self.metadata_cache, self.controller, self.producer_ids,
                                                       self.txn_marker_writer.write_markers,
+                                                      send_remote=None if send is None else TxnMarkerSender(send),
                                                       elect_locally=elect_locally)
+        self.add_partitions_to_txn = AddPartitionsToTxnManager(self.broker_id, self.txn_coordinator,
+                                                               self.metadata_cache, send)
         await self.txn_coordinator.startup()
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
@@ -432,12 +446,11 @@ class Broker:
         self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
-        # HOOK(txn): a cluster's transaction coordinator is not moved with __transaction_state leadership yet
         await self._start_transactions(elect_locally=False)
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
-            self.topic_configs, metadata_listeners=self._metadata_listeners()))
+            self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -510,7 +523,7 @@ class Broker:
                                                 window_size_seconds=cfg["controller.quota.window.size.seconds"])
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg)),
-            ProduceApi(rm, cache, self.quotas, auth, self.txn_coordinator.handle_verify_partitions
+            ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
             OffsetsApi(rm, auth),
@@ -569,7 +582,7 @@ class Broker:
             self.replica_manager.shutdown()
         if self.alter_partition_manager is not None:
             await self.alter_partition_manager.shutdown()
-        for client in (self.to_controller, self.controller_channel):
+        for client in (self.to_controller, self.controller_channel, self.txn_channel):
             if client is not None:
                 await client.close()
         if self.log_manager is not None:
@@ -644,6 +657,8 @@ class Broker:
         for partition in partitions:
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
+                self.txn_coordinator.on_resign(partition.index, -1)
 
     def _on_zk_suspended(self) -> None:
         self._resign_coordinators(self.replica_manager.fence_leadership())
@@ -652,6 +667,8 @@ class Broker:
         for partition in self.replica_manager.unfence_leadership(restore=True):
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
+                self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
 
     def _on_zk_session_lost(self) -> None:
         self._resign_coordinators(self.replica_manager.fence_leadership())
