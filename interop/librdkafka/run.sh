@@ -185,13 +185,16 @@ run_pass() {
     stop_broker
 }
 
-# start_cluster DIR AUTO_CREATE: `kafka-compat cluster` (ZooKeeper and brokers 0-2) in the background;
-# sets CLUSTER_BOOTSTRAP once every broker is up.
+# start_cluster DIR AUTO_CREATE: `kafka-compat cluster` (ZooKeeper and brokers 0-2 in racks RACK0-2 with
+# the rack-aware replica selector, as 0101 expects) in the background; sets CLUSTER_BOOTSTRAP once every
+# broker is up.
 start_cluster() {
     local dir=$1 auto_create=$2
     (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat cluster --brokers 3 \
         --data-dir "$dir/data" -o auto.create.topics.enable="$auto_create" -o num.partitions=4 \
-        -o default.replication.factor=3 >"$dir/broker.log" 2>&1) &
+        -o default.replication.factor=3 -b 0:broker.rack=RACK0 -b 1:broker.rack=RACK1 -b 2:broker.rack=RACK2 \
+        -o replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector \
+        >"$dir/broker.log" 2>&1) &
     BROKER_PID=$!
     for _ in $(seq 1200); do
         grep -q '^bootstrap.servers=' "$dir/broker.log" 2>/dev/null && break

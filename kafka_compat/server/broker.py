@@ -421,7 +421,8 @@ class Broker:
             fetcher_manager_factory=lambda rm: ReplicaFetcherManager(rm, fetcher_client, fetcher_config,
                                                                      self._broker_epoch_or_unknown),
             inter_broker_listener=cfg.inter_broker_listener_name,
-            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"])
+            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
+            rack_aware_reads=(cfg["replica.selector.class"] or "").endswith(".RackAwareReplicaSelector"))
         self.replica_manager.startup()
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
