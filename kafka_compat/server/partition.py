@@ -439,6 +439,8 @@ class Partition:
         from_follower = replica_id >= 0
         error = self.leader_error(current_leader_epoch,
                                   require_leader=replica_id != DEBUGGING_REPLICA_ID and fetch_only_from_leader)
+        if not error and self.fenced and replica_id != DEBUGGING_REPLICA_ID:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER       # our ZooKeeper session is in doubt: serve nobody
         if not error and from_follower and replica_id not in self.remote_replicas:
             error = ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0 \
                 else ErrorCode.NOT_LEADER_OR_FOLLOWER
