@@ -478,6 +478,11 @@ class ReplicaManager:
         except KafkaError as e:
             stats.record_failed_append(topic, len(records), e.error_code in REJECTED)
             return ProduceResult(e.error_code, record_errors=e.record_errors, error_message=str(e) or None)
+        except OSError as e:     # a full or failing disk: nothing was acknowledged, the client retries
+            log.error("cannot append to %s-%d: %s", topic, index, e)
+            stats.record_failed_append(topic, len(records), False)
+            return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 error_message=f"cannot append to {topic}-{index}: {e.strerror or e}")
         stats.record_append(topic, len(records), 0 if info.duplicate else info.last_offset - info.first_offset + 1)
         key = partition.key
         if hw_moved:
