@@ -14,7 +14,8 @@ that was not sent.
 Fault kinds (KINDS), each injected, held past the timeout it is meant to trigger, then healed:
 - pause-broker: SIGSTOP of a partition leader or the controller, longer than its ZooKeeper session;
 - pause-zookeeper: SIGSTOP of ZooKeeper, longer than the sessions;
-- partition-brokers: a leader and one of its followers cut off from each other (blackhole or reset);
+- partition-brokers: a leader and one of its followers (not the controller) cut off from each other
+  (blackhole or reset);
 - isolate-zookeeper: a leader or the controller cut off from ZooKeeper past its session;
 - full-disk: DISK_BROKER's filesystem filled while writes go on, then freed (and the broker
   restarted if it is not back in every ISR, as Kafka needs for an offline log directory);
@@ -267,10 +268,13 @@ class Campaign:
         return "paused ZooKeeper", seen
 
     def partition_brokers(self) -> tuple[str, bool]:
-        """Effect: the cut-off follower left the partition's ISR (or the leader changed)."""
+        """Effect: the cut-off follower left the partition's ISR (or the leader changed). The follower
+        cut off is not the controller, so that the leader's AlterPartition can still shrink the ISR
+        (a leader cut off from the controller keeps its ISR and waits: no acknowledgement, no progress)."""
         p = self.rng.randrange(PARTITIONS)
         leader = self.cluster.wait_for_leader(TOPIC, p, WAIT)
-        other = self.rng.choice([b for b in range(3) if b != leader])
+        controller = self.cluster.wait_for_controller(WAIT)
+        other = self.rng.choice([b for b in range(3) if b not in (leader, controller)])
         mode = self.rng.choice(("blackhole", "reset"))
 
         def shrunk() -> bool:

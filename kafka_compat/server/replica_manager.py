@@ -590,8 +590,9 @@ class ReplicaManager:
 
     def truncate_follower(self, topic: str, index: int, offset: int) -> None:
         partition = self.partitions.get((topic, index))
-        if partition is not None and offset < partition.log_end_offset:
-            partition.truncate_to(offset)
+        # at or past our end too: the log then drops only leader epochs that start at its end (as Kafka's
+        # truncateTo does), an epoch we led without writing; kept, the next fetch diverges again, forever
+        if partition is not None and partition.truncate_to(offset):
             self._complete_delayed(partition.key)
 
     def truncate_follower_fully(self, topic: str, index: int, offset: int) -> None:
