@@ -25,6 +25,7 @@ Fault kinds (KINDS), each injected, held past the timeout it is meant to trigger
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import threading
 import time
@@ -43,7 +44,10 @@ KINDS = ("pause-broker", "pause-zookeeper", "partition-brokers", "isolate-zookee
 
 SETTINGS = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": SESSION_MS,
             "replica.lag.time.max.ms": 6000, "group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": False,
-            "offsets.topic.num.partitions": 3}
+            "offsets.topic.num.partitions": 3, "log.retention.check.interval.ms": 20000}
+# small segments, so that a filled disk is felt soon (each segment reserves its blocks ahead, up to its
+# size), and retention, so that a long campaign does not fill DISK_BROKER's small disk by itself
+TOPIC_CONFIG = {"segment.bytes": str(1 << 20), "retention.bytes": str(12 << 20)}
 
 
 def missing() -> str | None:
@@ -143,7 +147,7 @@ class Reader:
         self.history = history
         self.name = name
         self.consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"{name}-{time.monotonic_ns()}",
-                                     "enable.auto.commit": False, "enable.partition.eof": True,
+                                     "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
                                      "isolation.level": "read_committed", "log_level": 3})
         self.consumer.assign([ck.TopicPartition(TOPIC, p, ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
         self.next = {p: 0 for p in range(PARTITIONS)}
@@ -242,8 +246,15 @@ class Campaign:
         return owners
 
     def _broker_log_mentions(self, b: int, text: str) -> Callable[[], bool]:
-        before = self.cluster.brokers[b].log().count(text)
-        return lambda: self.cluster.brokers[b].log().count(text) > before
+        """Whether broker ``b``'s log says ``text`` from now on (read from the log's present end)."""
+        path = self.cluster.brokers[b].log_path
+        start = os.path.getsize(path)
+
+        def said() -> bool:
+            with open(path, "rb") as f:
+                f.seek(start)
+                return text.encode() in f.read()
+        return said
 
     # -- faults: each returns (what it did, whether its effect was seen)
     def pause_broker(self) -> tuple[str, bool]:
@@ -305,7 +316,7 @@ class Campaign:
         effect = self._broker_log_mentions(DISK_BROKER, "No space left on device")
         c.fill_disk(DISK_BROKER)
         try:
-            seen = self.hold(3, 30, effect)
+            seen = self.hold(3, 60, effect)
         finally:
             c.free_disk(DISK_BROKER)
         try:
@@ -404,7 +415,7 @@ def _create_topic(cluster: EmbeddedCluster) -> None:
     deadline = time.monotonic() + WAIT
     while True:     # the brokers may not know the controller yet ("Failed while waiting for controller")
         try:
-            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], request_timeout=15)[TOPIC].result(30)
+            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config=TOPIC_CONFIG)], request_timeout=15)[TOPIC].result(30)
             break
         except KafkaException as e:
             if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
