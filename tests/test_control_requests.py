@@ -23,6 +23,7 @@ from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.server.metadata import MetadataApi
 from kafka_compat.server.metadata_cache import MetadataCache
 from kafka_compat.server.replica_manager import ReplicaManager
+from kafka_compat.server.zk_registration import ZkBrokerRegistration
 
 ME = 1
 TOPIC_ID = b"\x05" * 16
@@ -45,8 +46,9 @@ class Broker:
                                  metadata_cache=self.cache)
         self.rm.startup()
         self.groups = GroupCoordinator(self.config, ME, self.rm, self.cache, controller=None)
-        self.apis = KafkaApis([ControlRequestsApi(ME, self.rm, self.cache, self.groups, lambda: self.epoch),
-                               MetadataApi(self.config, self.cache, controller=None)])
+        self.apis_list = [ControlRequestsApi(ME, self.rm, self.cache, self.groups, lambda: self.epoch),
+                          MetadataApi(self.config, self.cache, controller=None)]
+        self.apis = KafkaApis(self.apis_list)
         self.correlation = 0
 
     async def call(self, api_key: int, version: int, body):
@@ -122,6 +124,31 @@ def test_the_broker_epoch_decides_first(tmp_path, broker_epoch, registered, expe
 
     answers, hosted = run(tmp_path, scenario)
     assert answers == [expected] * 3 and hosted == (expected == ErrorCode.NONE)
+
+
+def test_a_request_for_the_registration_under_way_waits_for_it(tmp_path):
+    """Our session expired at broker epoch 50 and we register again: the controller saw the new znode (epoch 51)
+    and sent its requests before our create returned. Those wait for the registration and then apply (refused,
+    they would never come again); one carrying the expired epoch is still refused at once."""
+    async def scenario(b):
+        reg = ZkBrokerRegistration(None, None, asyncio.get_running_loop(), on_suspended=None, on_resumed=None,
+                                   on_lost=None, on_registered=None)
+        reg.expired_epoch, reg.epoch = 50, None
+        api = b.apis_list[0]
+        api.broker_epoch, api.wait_registered = (lambda: reg.epoch), reg.wait_registered
+        stale = (await b.call(LISR, 7, lisr((0, ME, 0, [ME], [ME]), broker_epoch=50))).error_code
+        pending = [asyncio.ensure_future(b.call(UM, 8, update_metadata([], broker_epoch=51))),
+                   asyncio.ensure_future(b.call(LISR, 7, lisr((0, ME, 0, [ME], [ME]), broker_epoch=51)))]
+        await asyncio.sleep(0.2)
+        waited = not any(p.done() for p in pending) and b.rm.get_partition("t", 0) is None
+        reg.epoch = 51
+        reg._registered.set()
+        answers = [r.error_code for r in await asyncio.gather(*pending)]
+        return stale, waited, answers, b.rm.get_partition("t", 0) is not None
+
+    stale, waited, answers, hosted = run(tmp_path, scenario)
+    assert stale == ErrorCode.STALE_BROKER_EPOCH
+    assert waited and answers == [ErrorCode.NONE, ErrorCode.NONE] and hosted
 
 
 def test_an_older_controller_epoch_is_refused_whole(tmp_path):

@@ -437,7 +437,7 @@ class Broker:
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
-            self.topic_configs, metadata_listeners=self._metadata_listeners()))
+            self.topic_configs, metadata_listeners=self._metadata_listeners(), wait_registered=self._wait_registered))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -591,6 +591,9 @@ class Broker:
     # ------------------------------------------------------------ cluster membership
     def _broker_epoch(self) -> int | None:
         return self.registration.epoch if self.registration is not None else None
+
+    async def _wait_registered(self, epoch: int) -> bool:
+        return self.registration is not None and await self.registration.wait_registered(epoch)
 
     def _broker_epoch_or_unknown(self) -> int:
         epoch = self._broker_epoch()
