@@ -268,15 +268,19 @@ class Campaign:
         return f"paused broker {b} ({role})", seen
 
     def pause_zookeeper(self) -> tuple[str, bool]:
-        """Effect: ZooKeeper expired the brokers' sessions, and they registered again with new ones."""
+        """Effect: every broker lost its ZooKeeper connection for longer than it may lead without one (it
+        stopped acting as leader). Whether ZooKeeper then expires the sessions is its own affair (clients
+        that reconnect at once may keep them); the sessions that were replaced are counted."""
         before = self._sessions()
+        said = [self._broker_log_mentions(b, "not acting as leader until") for b in range(len(self.cluster.brokers))]
         self.cluster.pause_zookeeper()
         try:
-            self.hold(SESSION_MS / 1000 * 1.5, SESSION_MS / 1000 * 2.5)
+            seen = self.hold(SESSION_MS / 1000 * 1.5, SESSION_MS / 1000 * 2.5, lambda: all(s() for s in said))
         finally:
             self.cluster.resume_zookeeper()
-        seen = self.hold(0, 30, lambda: any(before.get(b) not in (None, o) for b, o in self._sessions().items()))
-        return "paused ZooKeeper", seen
+        self.hold(0, 10, lambda: len(self._sessions()) == len(self.cluster.brokers))
+        expired = sum(1 for b, o in self._sessions().items() if before.get(b) not in (None, o))
+        return f"paused ZooKeeper ({expired} sessions expired)", seen
 
     def partition_brokers(self) -> tuple[str, bool]:
         """Effect: the cut-off follower left the partition's ISR (or the leader changed). The follower
