@@ -358,6 +358,10 @@ class EmbeddedCluster(_Started):
     The defaults suit tests: a 6 s ZooKeeper session (a killed broker's registration goes within
     it), controlled-shutdown retries 0.5 s apart, one partition per topic unless configured;
     ``overrides`` change any broker property for all brokers, ``broker_overrides`` per broker id.
+
+    Faults: kill/stop/restart/pause/resume of a broker, pause_zookeeper/resume_zookeeper; with
+    ``network_faults=True`` partition(a, b), isolate_from_zookeeper(i), isolate(i) and heal(); with
+    ``disks={id: bytes}`` (root) fill_disk/free_disk and slow_disk/fast_disk of that broker.
     """
 
     DEFAULTS = {"zookeeper.session.timeout.ms": 6000, "controlled.shutdown.retry.backoff.ms": 500,
