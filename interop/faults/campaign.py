@@ -318,16 +318,20 @@ class Campaign:
         c = self.cluster
         role = "leader" if DISK_BROKER in {c.leader(TOPIC, p) for p in range(PARTITIONS)} else "follower"
         effect = self._broker_log_mentions(DISK_BROKER, "No space left on device")
+        follower_failed = self._broker_log_mentions(DISK_BROKER, "unexpected failure appending")
         c.fill_disk(DISK_BROKER)
         try:
             seen = self.hold(3, 60, effect)
         finally:
             c.free_disk(DISK_BROKER)
         try:
+            if follower_failed():       # it stopped following those partitions: nothing more to wait for
+                raise TimeoutError
             c.wait_until(self.whole, 20, "the full disk's broker back in every ISR")
             return f"filled broker {DISK_BROKER}'s disk ({role})", seen
         except TimeoutError:
-            c.restart(DISK_BROKER)      # as Kafka needs for an offline log directory
+            # as Kafka needs for an offline log directory (Kafka halts a broker whose only one failed)
+            c.restart(DISK_BROKER)
             self.restarts_after_full_disk += 1
             return f"filled broker {DISK_BROKER}'s disk ({role}); restarted it", seen
 
