@@ -95,9 +95,12 @@ class Producers:
         self.stop = threading.Event()
         self.rate = rate
         self.padding = b"|" + b"x" * padding    # bulk, so that a filled disk is soon felt
-        self.producers = [ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                       "linger.ms": 5, "delivery.timeout.ms": 900000,
-                                       "request.timeout.ms": 10000, "log_level": 3}) for _ in range(count)]
+        self.ck = ck
+        self.config = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                       "delivery.timeout.ms": 900000, "request.timeout.ms": 10000, "log_level": 3}
+        self.producers = [ck.Producer(self.config) for _ in range(count)]
+        self.retired: list = []                 # producers a fatal error ended, flushed at the end too
+        self.fatal: list[str] = []              # those fatal errors
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(count)]
 
     def start(self) -> None:
@@ -113,7 +116,21 @@ class Producers:
             self.history.fail(value, str(err))
 
     def _run(self, i: int) -> None:
-        producer, name, n = self.producers[i], f"p{i}", 0
+        generation = 0
+        while not self.stop.is_set():
+            try:
+                self._produce(i, f"p{i}" if not generation else f"p{i}.{generation}")
+            except self.ck.KafkaException as e:
+                # a fatal error (the idempotent producer cannot go on): counted as a produce error; a new
+                # producer (a new producer id, new values) carries on so the campaign still checks the rest
+                self.fatal.append(str(e))
+                self.errors.append((f"p{i}", str(e)))
+                self.retired.append(self.producers[i])
+                self.producers[i] = self.ck.Producer(self.config)
+                generation += 1
+
+    def _produce(self, i: int, name: str) -> None:
+        producer, n = self.producers[i], 0
         pause = 1.0 / self.rate
         while not self.stop.is_set():
             value = f"{name}-{n}"
@@ -135,7 +152,7 @@ class Producers:
         self.stop.set()
         for t in self.threads:
             t.join()
-        return sum(p.flush(timeout) for p in self.producers)
+        return sum(p.flush(timeout) for p in self.producers) + sum(p.flush(10) for p in self.retired)
 
 
 class Reader:
@@ -324,6 +341,8 @@ class Campaign:
             seen = self.hold(3, 60, effect)
         finally:
             c.free_disk(DISK_BROKER)
+        free = c.disks[DISK_BROKER].free_bytes >> 20
+        role += f", {free} MiB free again"
         try:
             if follower_failed():       # it stopped following those partitions: nothing more to wait for
                 raise TimeoutError
@@ -394,7 +413,8 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
                 effects[kind] += seen
                 log(f"[{i + 1}/{len(plan)}] {what}; {'effect seen' if seen else 'NO EFFECT SEEN'}; "
                     f"whole again after {time.monotonic() - t:.1f}s; "
-                    f"{producers.acked} acknowledged so far")
+                    f"{producers.acked} acknowledged so far"
+                    + (f"; FATAL producer errors so far: {producers.fatal}" if producers.fatal else ""))
             before = producers.acked
             cluster.wait_until(lambda: producers.acked > before + 50, WAIT, "writes after the last fault")
         finally:
