@@ -19,6 +19,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="records a second per producer (two producers)")
     ap.add_argument("--history", help="save the history here (JSON lines)")
     ap.add_argument("--json", help="write the result here as JSON")
+    ap.add_argument("--keep", help="run the cluster in this (new) directory and keep it: brokers' logs and data")
     args = ap.parse_args(argv)
     why = missing()
     if why:
@@ -31,8 +32,8 @@ def main(argv=None) -> int:
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     print(f"seed {args.seed}, {args.faults} faults of each of {', '.join(kinds)}", flush=True)
     result = run_campaign(args.faults, kinds=kinds, seed=args.seed, deadline=deadline, rate=args.rate,
-                          history_path=args.history, log=lambda line: print(time.strftime("%H:%M:%S"), line,
-                                                                             flush=True))
+                          history_path=args.history, data_dir=args.keep,
+                          log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
     print(result.summary(), flush=True)
     if args.json:
         r = result.report

@@ -382,8 +382,9 @@ class Campaign:
 
 def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str, ...] = KINDS, seed: int = 0,
                  log: Callable[[str], None] = print, history_path: str | None = None,
-                 deadline: float | None = None, rate: float = 100.0) -> CampaignResult:
+                 deadline: float | None = None, rate: float = 100.0, data_dir: str | None = None) -> CampaignResult:
     """Run the faults (``faults_per_kind`` of each of ``kinds``, shuffled) and check the history.
+    ``data_dir``: the cluster's, kept afterwards (the brokers' logs and data) for a look.
     ``deadline`` (time.monotonic()): start no new fault after it."""
     counts = faults_per_kind if isinstance(faults_per_kind, dict) else {k: faults_per_kind for k in kinds}
     plan = [k for k, n in counts.items() for _ in range(n)]
@@ -393,7 +394,7 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
     done = {k: 0 for k in counts}
     effects = {k: 0 for k in counts}
     started = time.monotonic()
-    with make_cluster() as cluster:
+    with make_cluster(data_dir) as cluster:
         _create_topic(cluster)
         campaign = Campaign(cluster, seed, log)
         producers = Producers(cluster.bootstrap, history, rate=rate)
