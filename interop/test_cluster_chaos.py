@@ -32,3 +32,40 @@ def test_ten_mixed_cluster_faults_lose_nothing_acknowledged(tmp_path):
     assert result.produce_errors == []            # idempotent acks=all: retried until written, never failed
     assert report.lost == [] and report.duplicates == [] and report.reordered == []
     assert report.ok, report.summary()
+
+
+def test_a_restarted_broker_keeps_its_topics_overrides(tmp_path):
+    """The campaign's restarted broker ran its existing logs with the broker's defaults (one segment growing
+    past segment.bytes, no retention) until its disk was full: a topic's overrides must hold across a restart."""
+    import glob
+    import os
+    import time
+
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafka_compat.testing import EmbeddedCluster
+
+    with EmbeddedCluster(1, {"offsets.topic.replication.factor": 1, "default.replication.factor": 1},
+                         data_dir=str(tmp_path / "cluster")) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        deadline = time.monotonic() + 120
+        while True:     # the broker may not know the controller yet
+            try:
+                admin.create_topics([NewTopic("t", 1, 1, config={"segment.bytes": str(1 << 20)})],
+                                    request_timeout=30)["t"].result(60)
+                break
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        cluster.wait_for_leader("t", 0, 120)
+        cluster.restart(0)
+        cluster.wait_for_leader("t", 0, 120)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 3})
+        for _ in range(4000):
+            producer.produce("t", b"x" * 1000, partition=0)
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        segments = glob.glob(os.path.join(cluster.brokers[0].log_dir, "t-0", "*.log"))
+        assert len(segments) >= 3 and all(os.path.getsize(s) <= 1 << 20 for s in segments)
