@@ -201,6 +201,28 @@ def test_a_partition_whose_log_cannot_be_made_is_a_storage_error_of_its_own(tmp_
     assert (tmp_path / "t-1").read_text() == "in the way"        # nothing of ours replaced it
 
 
+def test_a_leader_that_cannot_start_its_epoch_does_not_act_as_leader(tmp_path):
+    """Starting the epoch writes the leader-epoch checkpoint; on a full disk that fails after the state was
+    taken. The partition answered KAFKA_STORAGE_ERROR yet went on as a leader without an epoch start or
+    follower states (the campaign saw it shrink its ISR and take fetches): it must not lead until told again."""
+    async def scenario(b):
+        await b.call(LISR, 7, lisr((0, 2, 1, [2, ME], [2, ME])))          # a follower first
+        partition = b.rm.get_partition("t", 0)
+
+        def full(*args):
+            raise OSError(28, "No space left on device")
+        partition.log.maybe_assign_epoch_start_offset = full
+        response = await b.call(LISR, 7, lisr((0, ME, 2, [2, ME], [2, ME])))
+        led = partition.is_leader
+        del partition.log.maybe_assign_epoch_start_offset
+        again = await b.call(LISR, 7, lisr((0, ME, 3, [2, ME], [2, ME])))
+        return errors_of(response), led, errors_of(again), partition.is_leader
+
+    errors, led, errors_again, leads_again = run(tmp_path, scenario)
+    assert errors == {0: ErrorCode.KAFKA_STORAGE_ERROR} and not led
+    assert errors_again == {0: ErrorCode.NONE} and leads_again
+
+
 def test_old_leader_and_isr_versions_answer_by_name(tmp_path):
     async def scenario(b):
         body = LeaderAndIsrRequest(controller_id=9, controller_epoch=1, broker_epoch=50, ungrouped_partition_states=[

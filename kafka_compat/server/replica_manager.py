@@ -298,6 +298,7 @@ class ReplicaManager:
         for topic, index, topic_id, state in entries:
             key = (topic, index)
             self._awaiting_leader.discard(key)
+            partition = None
             try:
                 partition = self._hosted(topic, index, topic_id)
                 if partition.make_leader(state):
@@ -307,6 +308,10 @@ class ReplicaManager:
                 errors[key] = ErrorCode.NONE
             except (KafkaError, OSError) as e:
                 log.error("cannot become leader of %s-%d: %s", topic, index, e)
+                if partition is not None:
+                    # half made (a full disk while starting the epoch): it must not act as leader, with no
+                    # epoch start and no follower states; it answers NOT_LEADER_OR_FOLLOWER until told again
+                    partition.fence()
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             self._complete_delayed(key)
