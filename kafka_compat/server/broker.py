@@ -39,7 +39,7 @@ from base64 import urlsafe_b64encode
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafka_compat.storage.log_manager import LogManager
+from kafka_compat.storage.log_manager import LogManager, hosted_topics
 
 from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
@@ -380,7 +380,7 @@ class Broker:
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.topic_configs = ZkTopicConfigs(self.zk_client, cfg, self._topic_config_changed)
         self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config)
-        await asyncio.to_thread(self.topic_configs.load_hosted, self.log_manager.log_dirs)   # before the logs load
+        await asyncio.to_thread(self.topic_configs.load, hosted_topics(self.log_manager.log_dirs))  # before loading
         await asyncio.to_thread(self.log_manager.startup)
         client_id = f"broker-{self.broker_id}"
         self.to_controller = NetworkClient(f"{client_id}-to-controller",

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Callable
 
 from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log_manager import DELETE_DIR_SUFFIX, parse_partition_dir
 
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
@@ -51,23 +49,6 @@ class ZkTopicConfigs:
         topics = list(topics)
         for topic, configs in self.zk.get_entities_configs("topics", topics).items():
             self.overrides[topic] = configs
-
-    def load_hosted(self, log_dirs) -> list[str]:
-        """Read the overrides of every topic with a partition folder in ``log_dirs``, before the logs load
-        (as Kafka's LogManager does at startup): a restarted broker would otherwise run its existing logs
-        with the broker's defaults (retention, segment size, cleanup policy) until a config change."""
-        topics = set()
-        for directory in log_dirs:
-            try:
-                names = os.listdir(directory)
-            except FileNotFoundError:
-                continue
-            for name in names:
-                parsed = None if name.endswith(DELETE_DIR_SUFFIX) else parse_partition_dir(name)
-                if parsed is not None and os.path.isdir(os.path.join(directory, name)):
-                    topics.add(parsed[0])
-        self.load(sorted(topics))
-        return sorted(topics)
 
     async def refresh_topic_configs(self, topics) -> None:
         """Read these topics' overrides (in a worker thread)."""
