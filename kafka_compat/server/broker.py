@@ -30,6 +30,7 @@ Kafka's ZooKeeper-mode broker:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -245,6 +246,9 @@ class Broker:
         else:
             await self._start_single_node(connection_quotas)
         await self._start_prometheus()
+        # what startup made (a log, a partition, a segment per partition: millions of objects at 50,000
+        # partitions) lives until shutdown: the collector need not walk it again on every full pass
+        gc.freeze()
         self.started = True
         log.info("kafka-compat %s %d serving %s (cluster %s)", "broker" if self.cluster_mode else "node",
                  self.broker_id, ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound),
@@ -290,7 +294,8 @@ class Broker:
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
             cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
-            producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
+            producer_id_expiration_ms=cfg["producer.id.expiration.ms"],
+            recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"])
 
     def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
         """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
@@ -680,6 +685,7 @@ class Broker:
                     log.info("controlled shutdown refused: %s", ErrorCode(response.error_code).name)
                 elif not response.remaining_partitions:
                     log.info("controlled shutdown succeeded: no partition left to move")
+                    await self._await_leadership_moved()
                     return True
                 else:
                     log.info("controlled shutdown: %d partitions still to move", len(response.remaining_partitions))
@@ -689,6 +695,15 @@ class Broker:
                 await asyncio.sleep(cfg["controlled.shutdown.retry.backoff.ms"] / 1000)
         log.warning("proceeding with an uncontrolled shutdown")
         return False
+
+    async def _await_leadership_moved(self, timeout_s: float = 5.0) -> None:
+        """Keep serving (bounded) until the controller's LeaderAndIsr and UpdateMetadata have moved our
+        partitions away: clients still sending here then get NOT_LEADER_OR_FOLLOWER and metadata naming the
+        new leaders, and move at once, instead of a closed connection and their reconnect backoff."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.replica_manager.leadership_to_move() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
 
     # ------------------------------------------------------------ data directories
     def _prepare_dirs(self, write: bool = True) -> str | None:

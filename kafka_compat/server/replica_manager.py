@@ -171,6 +171,19 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def leadership_to_move(self) -> list[tuple[str, int]]:
+        """Replicated partitions this broker still leads, as a partition or in its metadata: a controlled
+        shutdown waits for the LeaderAndIsr and UpdateMetadata that move them away."""
+        cache = self.metadata_cache
+        out = []
+        for key, partition in list(self.partitions.items()):
+            if not partition.remote_replicas:
+                continue
+            state = cache.partition_state(*key) if cache is not None else None
+            if partition.is_leader or (state is not None and state.leader == self.broker_id):
+                out.append(key)
+        return out
+
     def topic_name(self, topic_id: bytes) -> str | None:
         """The name of a hosted topic with this id (LeaderAndIsr gave both)."""
         if topic_id == ZERO_UUID:
@@ -190,7 +203,9 @@ class ReplicaManager:
         """Host a partition: its log is created (or found, after a restart) and its high watermark
         starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
         KafkaError (KAFKA_STORAGE_ERROR) and nothing is hosted."""
-        log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+        # a log loaded at startup has its config: working it out again per partition costs seconds at 50,000
+        log_ = self.log_manager.get_log(topic, index) or \
+            self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
         hw = self._hw_checkpoints.pop((topic, index), None)
         if hw is not None:
             log_.update_high_watermark(hw)
