@@ -139,8 +139,8 @@ class _Index:
             self._allocate(end)
 
     def _allocate(self, end: int) -> None:
-        if not self.on_disk:
-            self._mapped()                          # creates the file
+        if not self.on_disk or self._file_length != self._length:
+            self._mapped()                          # creates the file, or grows it to its length
         start = self._allocated - self._allocated % 4096
         target = min(max(end, start + ALLOCATE_CHUNK), self._length)
         fd = open_fd(self.path, os.O_RDWR)
