@@ -30,6 +30,8 @@ need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_apt+=(zookeeper)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool checks our /metrics output
+command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)       # the cluster chaos test's small disks
+command -v losetup >/dev/null 2>&1 || need_apt+=(mount)               # (kafka_compat/faults/disk.py: loop devices)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1; then
         say "apt-get install ${need_apt[*]}"

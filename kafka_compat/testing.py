@@ -83,9 +83,11 @@ class EmbeddedBroker(_Started):
     `bootstrap_for(name)`. The default is one PLAINTEXT listener."""
 
     def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None,
-                 python: str | None = None, listeners: dict[str, str] | None = None, preexec_fn=None):
+                 python: str | None = None, listeners: dict[str, str] | None = None, preexec_fn=None,
+                 log_dir: str | None = None):
         """``python``: the interpreter to run the broker with (default: this one), e.g. another checkout's venv.
-        ``preexec_fn``: run in the broker's process before it starts (e.g. to lower RLIMIT_NOFILE)."""
+        ``preexec_fn``: run in the broker's process before it starts (e.g. to lower RLIMIT_NOFILE).
+        ``log_dir``: the log directory (default: ``logs`` in the data directory), e.g. on a filesystem of its own."""
         self.python = python or sys.executable
         self.preexec_fn = preexec_fn
         self.overrides = dict(overrides or {})
@@ -97,6 +99,7 @@ class EmbeddedBroker(_Started):
         self.port = next(iter(self.ports.values()))
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(self.data_dir, "broker.log")
+        self.log_dir = log_dir or os.path.join(self.data_dir, "logs")
 
     @property
     def bootstrap(self) -> str:
@@ -108,7 +111,7 @@ class EmbeddedBroker(_Started):
     def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
         args = [self.python, "-m", "kafka_compat", "serve",
                 "--listeners", ",".join(f"{name}://127.0.0.1:{p}" for name, p in self.ports.items()),
-                "--log-dirs", os.path.join(self.data_dir, "logs")]
+                "--log-dirs", self.log_dir]
         if any(name != protocol for name, protocol in self.listeners.items()):
             args += ["-o", "listener.security.protocol.map=" + ",".join(f"{n}:{p}" for n, p in self.listeners.items())]
         for k, v in self.overrides.items():
@@ -355,6 +358,10 @@ class EmbeddedCluster(_Started):
     The defaults suit tests: a 6 s ZooKeeper session (a killed broker's registration goes within
     it), controlled-shutdown retries 0.5 s apart, one partition per topic unless configured;
     ``overrides`` change any broker property for all brokers, ``broker_overrides`` per broker id.
+
+    Faults: kill/stop/restart/pause/resume of a broker, pause_zookeeper/resume_zookeeper; with
+    ``network_faults=True`` partition(a, b), isolate_from_zookeeper(i), isolate(i) and heal(); with
+    ``disks={id: bytes}`` (root) fill_disk/free_disk and slow_disk/fast_disk of that broker.
     """
 
     DEFAULTS = {"zookeeper.session.timeout.ms": 6000, "controlled.shutdown.retry.backoff.ms": 500,
@@ -362,7 +369,12 @@ class EmbeddedCluster(_Started):
 
     def __init__(self, brokers: int = 3, overrides: dict | None = None, *, chroot: str = "/kafka",
                  broker_overrides: dict[int, dict] | None = None, data_dir: str | None = None,
-                 zookeeper: EmbeddedZooKeeper | None = None):
+                 zookeeper: EmbeddedZooKeeper | None = None, network_faults: bool = False,
+                 disks: dict[int, int] | None = None):
+        """``network_faults``: brokers reach ZooKeeper and each other through links of a
+        faults.proxy.LinkProxy, for partition/isolate/heal. ``disks``: {broker id: bytes}, that
+        broker's log directory on a small filesystem of its own (faults.disk.LoopDisk, needs root),
+        for fill_disk/free_disk and slow_disk/fast_disk."""
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-cluster-")
         self._own_zookeeper = zookeeper is None
@@ -376,8 +388,18 @@ class EmbeddedCluster(_Started):
             props = dict(settings)
             props.update((broker_overrides or {}).get(i, {}))
             props["broker.id"] = i
-            self.brokers.append(EmbeddedBroker(props, data_dir=os.path.join(self.data_dir, f"broker-{i}")))
+            broker_dir = os.path.join(self.data_dir, f"broker-{i}")
+            listeners = None
+            if network_faults:       # BROKER<j>: the listener broker j reaches this one on, through link j->i
+                listeners = {"PLAINTEXT": "PLAINTEXT", **{f"BROKER{j}": "PLAINTEXT" for j in range(brokers)}}
+                props["inter.broker.listener.name"] = f"BROKER{i}"
+            log_dir = os.path.join(broker_dir, "disk", "logs") if i in (disks or {}) else None
+            self.brokers.append(EmbeddedBroker(props, data_dir=broker_dir, listeners=listeners, log_dir=log_dir))
         self._zk = None
+        self.proxy = None
+        self.network_faults = network_faults
+        self.disks = {}
+        self._disk_sizes = dict(disks or {})
 
     @property
     def zookeeper_connect(self) -> str:
@@ -391,6 +413,11 @@ class EmbeddedCluster(_Started):
         self.zookeeper.start()
         for b in self.brokers:
             b.overrides["zookeeper.connect"] = self.zookeeper_connect
+        if self.network_faults and self.proxy is None:
+            self._start_links()
+        for i, size in self._disk_sizes.items():
+            if i not in self.disks:
+                self._make_disk(i, size)
         for i in range(len(self.brokers)):
             self.start_broker(i, timeout)
         self.wait_until(lambda: self.registered() == set(range(len(self.brokers))), timeout,
@@ -420,6 +447,87 @@ class EmbeddedCluster(_Started):
 
     def resume(self, i: int) -> None:
         self.brokers[i].resume()
+
+    # -- ZooKeeper faults
+    def pause_zookeeper(self) -> None:
+        """SIGSTOP ZooKeeper: every session stalls, and expires if the pause outlasts it."""
+        self.zookeeper.pause()
+
+    def resume_zookeeper(self) -> None:
+        self.zookeeper.resume()
+
+    # -- network faults (network_faults=True)
+    def _start_links(self) -> None:
+        from kafka_compat.faults.proxy import LinkProxy
+
+        self.proxy = LinkProxy()
+        n = len(self.brokers)
+        for i, b in enumerate(self.brokers):
+            zk_port = self.proxy.add(f"{i}->zk", self.zookeeper.port)
+            b.overrides["zookeeper.connect"] = f"127.0.0.1:{zk_port}" + self.chroot.rstrip("/")
+            advertised = [f"PLAINTEXT://127.0.0.1:{b.ports['PLAINTEXT']}", f"BROKER{i}://127.0.0.1:{b.ports[f'BROKER{i}']}"]
+            for j in range(n):
+                if j != i:
+                    advertised.append(f"BROKER{j}://127.0.0.1:{self.proxy.add(f'{j}->{i}', b.ports[f'BROKER{j}'])}")
+            b.overrides["advertised.listeners"] = ",".join(advertised)
+
+    def _links(self):
+        if self.proxy is None:
+            raise RuntimeError("network faults need EmbeddedCluster(..., network_faults=True)")
+        return self.proxy
+
+    def partition(self, a: int, b: int, mode: str = "blackhole") -> None:
+        """Cut brokers ``a`` and ``b`` off from each other, both ways (replication, controller requests,
+        AlterPartition); clients and ZooKeeper still reach both. ``mode``: "blackhole" (silence) or
+        "reset" (connections refused and reset)."""
+        links = self._links()
+        links.cut(f"{a}->{b}", mode)
+        links.cut(f"{b}->{a}", mode)
+
+    def isolate_from_zookeeper(self, i: int, mode: str = "blackhole") -> None:
+        """Cut broker ``i`` off from ZooKeeper; its session expires once the cut outlasts it."""
+        self._links().cut(f"{i}->zk", mode)
+
+    def isolate(self, i: int, mode: str = "blackhole") -> None:
+        """Cut broker ``i`` off from ZooKeeper and every other broker (clients still reach it)."""
+        self.isolate_from_zookeeper(i, mode)
+        for j in range(len(self.brokers)):
+            if j != i:
+                self.partition(i, j, mode)
+
+    def heal(self) -> None:
+        """Every link forwards again."""
+        self._links().heal_all()
+
+    # -- disk faults (disks={id: size})
+    def _make_disk(self, i: int, size: int) -> None:
+        from kafka_compat.faults.disk import LoopDisk
+
+        b = self.brokers[i]
+        disk = LoopDisk(os.path.join(b.data_dir, "disk.img"), os.path.dirname(b.log_dir), size)
+        disk.create()
+        self.disks[i] = disk
+        if disk.prepare_throttling():
+            b.preexec_fn = disk.preexec
+
+    def _disk(self, i: int):
+        if i not in self.disks:
+            raise RuntimeError(f"broker {i} has no disk of its own: EmbeddedCluster(..., disks={{{i}: size}})")
+        return self.disks[i]
+
+    def fill_disk(self, i: int) -> int:
+        """Take every free block of broker ``i``'s filesystem; the bytes taken."""
+        return self._disk(i).fill()
+
+    def free_disk(self, i: int) -> None:
+        self._disk(i).free()
+
+    def slow_disk(self, i: int, write_iops: int = 20, write_bps: int | None = None) -> None:
+        """Throttle broker ``i``'s disk for it (the kernel's blkio throttling; every write reaches the device)."""
+        self._disk(i).throttle(write_iops, write_bps)
+
+    def fast_disk(self, i: int) -> None:
+        self._disk(i).unthrottle()
 
     # -- what ZooKeeper says
     @property
@@ -497,8 +605,18 @@ class EmbeddedCluster(_Started):
             self._zk = None
         for b in self.brokers:
             b.resume()
+        if self.proxy is not None:
+            self.proxy.heal_all()         # brokers stopping cleanly may still talk
+        if self.zookeeper.paused:
+            self.zookeeper.resume()
         for b in self.brokers:
             b.close()
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+        for disk in self.disks.values():
+            disk.close()
+        self.disks = {}
         if self._own_zookeeper:
             self.zookeeper.close()
         if self._own_dir:

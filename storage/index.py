@@ -22,6 +22,8 @@ from kafka_compat.protocol.batch_header import NO_TIMESTAMP
 from .open_files import open_fd
 
 INT32_MAX = (1 << 31) - 1
+#: index bytes given disk blocks ahead at a time (_Index.ensure_room)
+ALLOCATE_CHUNK = 4096
 
 
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -100,6 +102,8 @@ class _Index:
         #: whether the file exists: a new index creates it at its first mapping, so a partition
         #: that never gets an entry never pays for creating two files it does not need
         self.on_disk = not created
+        #: the file's bytes known to have disk blocks under them (see ensure_room)
+        self._allocated = 0
         self.max_entries = self._length // size
         # A pre-existing file is taken as valid to its end (Kafka does the same); recovery
         # rebuilds the indexes of every segment it checks.
@@ -125,6 +129,24 @@ class _Index:
         """Let the mapping go (its dirty pages stay in the page cache); a reader holding it keeps it."""
         with self._lock:
             self._mm = None
+
+    def ensure_room(self) -> None:
+        """Give the next entry's bytes disk blocks (ALLOCATE_CHUNK at a time) before it is written
+        through the mapping: a store into a hole of a full filesystem is a SIGBUS, which would kill the
+        broker, where this is an OSError (ENOSPC) for the append, before anything was written."""
+        end = (self.entries + 1) * self.ENTRY.size
+        if end > self._allocated:
+            self._allocate(end)
+
+    def _allocate(self, end: int) -> None:
+        if not self.on_disk or self._file_length != self._length:
+            self._mapped()                          # creates the file, or grows it to its length
+        start = self._allocated - self._allocated % 4096
+        target = min(max(end, start + ALLOCATE_CHUNK), self._length)
+        fd = open_fd(self.path, os.O_RDWR)
+        os.posix_fallocate(fd, start, target - start)
+        del fd
+        self._allocated = target
 
     # -- helpers -----------------------------------------------------------------
     def _entry(self, n: int) -> tuple:
@@ -197,6 +219,7 @@ class _Index:
                 self._file_length = rounded
             self._mm = None
             self._length = rounded
+            self._allocated = 0
             self.max_entries = rounded // step
             self.entries = min(self.entries, self.max_entries)
             self._after_entries_change()
@@ -306,6 +329,8 @@ class OffsetIndex(_Index):
         rel = offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
             raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
+        if (n + 1) * 8 > self._allocated:
+            self.ensure_room()
         _OFFSET_ENTRY.pack_into(self._mm or self._mapped(), n * 8, rel, position)
         self.entries = n + 1
         self.last_offset = offset
@@ -366,6 +391,8 @@ class TimeIndex(_Index):
         if n and offset < last_offset:
             raise ValueError(f"time index offset {offset} below the last one {last_offset}")
         if timestamp > last_ts and n < self.max_entries:
+            if (n + 1) * 12 > self._allocated:
+                self.ensure_room()
             _TIME_ENTRY.pack_into(self._mm or self._mapped(), n * 12, timestamp, self.relative(offset))
             self.entries = n + 1
             self.last_entry = (timestamp, offset)

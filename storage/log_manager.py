@@ -46,6 +46,23 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return m.group("topic"), int(m.group("partition"))
 
 
+def hosted_topics(log_dirs) -> list[str]:
+    """The topics with a partition folder in ``log_dirs`` (those being deleted left out), before any
+    log is loaded: a ZooKeeper-mode broker reads their config overrides first, as Kafka's LogManager
+    does at startup, so that its existing logs never run with the broker's defaults."""
+    topics = set()
+    for directory in log_dirs:
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            parsed = None if name.endswith(DELETE_DIR_SUFFIX) else parse_partition_dir(name)
+            if parsed is not None and os.path.isdir(os.path.join(directory, name)):
+                topics.add(parsed[0])
+    return sorted(topics)
+
+
 class LogManager:
     def __init__(self, log_dirs: list[str], default_config: LogConfig | None = None, *,
                  topic_config: Callable[[str], LogConfig] | None = None, clock: Callable[[], int] = now_ms,

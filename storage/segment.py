@@ -148,6 +148,9 @@ class LogSegment:
         end = position + length
         if end > self._reserved_to:
             self._reserve(end)
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:     # the indexes grow below
+            self.offset_index.ensure_room()
+            self.time_index.ensure_room()
         written = _pwrite(self.fd, data, position)
         while written < length:
             written += _pwrite(self.fd, memoryview(data)[written:], position + written)

@@ -23,6 +23,7 @@ from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.server.metadata import MetadataApi
 from kafka_compat.server.metadata_cache import MetadataCache
 from kafka_compat.server.replica_manager import ReplicaManager
+from kafka_compat.server.zk_registration import ZkBrokerRegistration
 
 ME = 1
 TOPIC_ID = b"\x05" * 16
@@ -45,8 +46,9 @@ class Broker:
                                  metadata_cache=self.cache)
         self.rm.startup()
         self.groups = GroupCoordinator(self.config, ME, self.rm, self.cache, controller=None)
-        self.apis = KafkaApis([ControlRequestsApi(ME, self.rm, self.cache, self.groups, lambda: self.epoch),
-                               MetadataApi(self.config, self.cache, controller=None)])
+        self.apis_list = [ControlRequestsApi(ME, self.rm, self.cache, self.groups, lambda: self.epoch),
+                          MetadataApi(self.config, self.cache, controller=None)]
+        self.apis = KafkaApis(self.apis_list)
         self.correlation = 0
 
     async def call(self, api_key: int, version: int, body):
@@ -124,6 +126,31 @@ def test_the_broker_epoch_decides_first(tmp_path, broker_epoch, registered, expe
     assert answers == [expected] * 3 and hosted == (expected == ErrorCode.NONE)
 
 
+def test_a_request_for_the_registration_under_way_waits_for_it(tmp_path):
+    """Our session expired at broker epoch 50 and we register again: the controller saw the new znode (epoch 51)
+    and sent its requests before our create returned. Those wait for the registration and then apply (refused,
+    they would never come again); one carrying the expired epoch is still refused at once."""
+    async def scenario(b):
+        reg = ZkBrokerRegistration(None, None, asyncio.get_running_loop(), on_suspended=None, on_resumed=None,
+                                   on_lost=None, on_registered=None)
+        reg.expired_epoch, reg.epoch = 50, None
+        api = b.apis_list[0]
+        api.broker_epoch, api.wait_registered = (lambda: reg.epoch), reg.wait_registered
+        stale = (await b.call(LISR, 7, lisr((0, ME, 0, [ME], [ME]), broker_epoch=50))).error_code
+        pending = [asyncio.ensure_future(b.call(UM, 8, update_metadata([], broker_epoch=51))),
+                   asyncio.ensure_future(b.call(LISR, 7, lisr((0, ME, 0, [ME], [ME]), broker_epoch=51)))]
+        await asyncio.sleep(0.2)
+        waited = not any(p.done() for p in pending) and b.rm.get_partition("t", 0) is None
+        reg.epoch = 51
+        reg._registered.set()
+        answers = [r.error_code for r in await asyncio.gather(*pending)]
+        return stale, waited, answers, b.rm.get_partition("t", 0) is not None
+
+    stale, waited, answers, hosted = run(tmp_path, scenario)
+    assert stale == ErrorCode.STALE_BROKER_EPOCH
+    assert waited and answers == [ErrorCode.NONE, ErrorCode.NONE] and hosted
+
+
 def test_an_older_controller_epoch_is_refused_whole(tmp_path):
     async def scenario(b):
         first = await b.call(LISR, 7, lisr((0, ME, 1, [ME], [ME]), controller_epoch=5))
@@ -172,6 +199,28 @@ def test_a_partition_whose_log_cannot_be_made_is_a_storage_error_of_its_own(tmp_
     assert errors == {0: ErrorCode.NONE, 1: ErrorCode.KAFKA_STORAGE_ERROR, 2: ErrorCode.KAFKA_STORAGE_ERROR}
     assert p0.is_leader and p1 is None and p2 is None
     assert (tmp_path / "t-1").read_text() == "in the way"        # nothing of ours replaced it
+
+
+def test_a_leader_that_cannot_start_its_epoch_does_not_act_as_leader(tmp_path):
+    """Starting the epoch writes the leader-epoch checkpoint; on a full disk that fails after the state was
+    taken. The partition answered KAFKA_STORAGE_ERROR yet went on as a leader without an epoch start or
+    follower states (the campaign saw it shrink its ISR and take fetches): it must not lead until told again."""
+    async def scenario(b):
+        await b.call(LISR, 7, lisr((0, 2, 1, [2, ME], [2, ME])))          # a follower first
+        partition = b.rm.get_partition("t", 0)
+
+        def full(*args):
+            raise OSError(28, "No space left on device")
+        partition.log.maybe_assign_epoch_start_offset = full
+        response = await b.call(LISR, 7, lisr((0, ME, 2, [2, ME], [2, ME])))
+        led = partition.is_leader
+        del partition.log.maybe_assign_epoch_start_offset
+        again = await b.call(LISR, 7, lisr((0, ME, 3, [2, ME], [2, ME])))
+        return errors_of(response), led, errors_of(again), partition.is_leader
+
+    errors, led, errors_again, leads_again = run(tmp_path, scenario)
+    assert errors == {0: ErrorCode.KAFKA_STORAGE_ERROR} and not led
+    assert errors_again == {0: ErrorCode.NONE} and leads_again
 
 
 def test_old_leader_and_isr_versions_answer_by_name(tmp_path):

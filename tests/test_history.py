@@ -127,3 +127,19 @@ def test_phantom_value():
     r = check(h)
     assert r.phantom == [(0, 1, "nobody-sent-this")]
     assert "phantom 1" in r.summary()
+
+
+def test_an_acknowledgement_without_an_offset_checks_the_partition_only():
+    """librdkafka acknowledges a batch whose answer it lost, once a later one is acknowledged, with no offset."""
+    h = clean(3)
+    h.send("p", "implicit")
+    h.ack("implicit", 0, None)
+    h.read("c", 0, 3, "implicit")
+    assert check(h).ok and check(h, read_all=False).ok
+    h.send("p", "elsewhere")
+    h.ack("elsewhere", 0, None)
+    h.read("c", 1, 0, "elsewhere")
+    assert check(h).offset_mismatch == [("elsewhere", (0, None), (1, 0))]
+    h.send("p", "unread")
+    h.ack("unread", 0, None)
+    assert check(h).lost == [("unread", 0, None)] and check(h, read_all=False).lost == []

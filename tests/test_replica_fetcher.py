@@ -106,6 +106,25 @@ def test_repeated_leader_changes_converge_through_the_kip279_loop(tmp_path):
     assert run(tmp_path, scenario) == [0, 2]
 
 
+def test_a_follower_drops_an_epoch_it_led_without_writing(tmp_path):
+    """The follower led epoch 1 and wrote nothing (its epoch cache starts epoch 1 at its log end); the
+    leader never saw epoch 1. The divergence point is the follower's own end: truncating there changes no
+    record, but the empty epoch must go, as in Kafka, or every fetch diverges again and it never catches up."""
+    async def scenario(c):
+        c.lead(0, 0, isr=(0, 1))
+        c.lead(0, 0, isr=(0, 1))
+        await asyncio.wait_for(c[0].produce(-1, batch(b"shared")), 10)
+        await until(lambda: c[1].data() == c[0].data(), what="the follower to have it")
+        c.lead(1, 1, isr=(1,), to=[1])                        # led, nothing written
+        c.lead(0, 2, isr=(0,), to=[0])
+        c[0].produce(1, batch(b"after-1"), batch(b"after-2"))
+        c.lead(0, 2, isr=(0,), to=[1])
+        await until(lambda: c[1].data() == c[0].data(), what="the follower to catch up")
+        return [e.epoch for e in c[1].partition().log.leader_epoch_cache.entries]
+
+    assert run(tmp_path, scenario) == [0, 2]
+
+
 # ---------------------------------------------------------------- out of range
 def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
     async def scenario(c):

@@ -40,7 +40,7 @@ from base64 import urlsafe_b64encode
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafka_compat.storage.log_manager import LogManager
+from kafka_compat.storage.log_manager import LogManager, hosted_topics
 
 from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
@@ -399,6 +399,7 @@ class Broker:
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.topic_configs = ZkTopicConfigs(self.zk_client, cfg, self._topic_config_changed)
         self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config)
+        await asyncio.to_thread(self.topic_configs.load, hosted_topics(self.log_manager.log_dirs))  # before loading
         await asyncio.to_thread(self.log_manager.startup)
         client_id = f"broker-{self.broker_id}"
         self.to_controller = NetworkClient(f"{client_id}-to-controller",
@@ -456,7 +457,8 @@ class Broker:
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
-            self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator))
+            self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator,
+            wait_registered=self._wait_registered))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -608,6 +610,9 @@ class Broker:
     # ------------------------------------------------------------ cluster membership
     def _broker_epoch(self) -> int | None:
         return self.registration.epoch if self.registration is not None else None
+
+    async def _wait_registered(self, epoch: int) -> bool:
+        return self.registration is not None and await self.registration.wait_registered(epoch)
 
     def _broker_epoch_or_unknown(self) -> int:
         epoch = self._broker_epoch()

@@ -13,8 +13,9 @@ stops leading or deletes.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence
 
 from ..endpoint import SecurityProtocol
 from ..protocol.errors import ErrorCode
@@ -59,13 +60,16 @@ def _topics(req, grouped: bool, with_ids: bool, state) -> list[tuple[str, bytes,
 class ControlRequestsApi:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
-                 metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None):
+                 metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None,
+                 wait_registered: Callable[[int], Awaitable[bool]] | None = None):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
         are told the topics each UpdateMetadata touched (delayed topic operations wait on them); the
         ``txn_coordinator`` (optional) loads and unloads `__transaction_state` partitions as the group
-        coordinator does `__consumer_offsets`."""
+        coordinator does `__consumer_offsets`. ``wait_registered(epoch)``: while we are not registered, whether
+        a request carrying ``epoch`` is for the registration under way (ZkBrokerRegistration.wait_registered),
+        once it is done."""
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -74,6 +78,7 @@ class ControlRequestsApi:
         self.topic_configs = topic_configs
         self.metadata_listeners = list(metadata_listeners)
         self.txn_coordinator = txn_coordinator
+        self.wait_registered = wait_registered
 
     def _refused(self, request, epoch_since: int) -> bool:
         """Kafka's isBrokerEpochStale (BrokerEpoch exists from version ``epoch_since``), and also: no
@@ -87,12 +92,29 @@ class ControlRequestsApi:
                  theirs, ours)
         return True
 
+    def _refusal(self, request, epoch_since: int, handler, refusal):
+        """``refusal``; or, when we are not registered and the request carries a broker epoch, a coroutine
+        that handles it once our registration is done if the epoch is that registration's. A controller
+        sees our new znode as soon as it exists, before our own create has returned, and it sends each
+        request once: refused, the partitions would never be ours again."""
+        if (self.wait_registered is None or self.broker_epoch() is not None or request.api_version < epoch_since
+                or request.body.broker_epoch == UNKNOWN_BROKER_EPOCH):
+            return refusal
+        return self._once_registered(request, handler, refusal)
+
+    async def _once_registered(self, request, handler, refusal):
+        if not await self.wait_registered(request.body.broker_epoch) or self.broker_epoch() is None:
+            return refusal
+        result = handler(request)
+        return await result if asyncio.iscoroutine(result) else result
+
     # ---------------------------------------------------------------- LeaderAndIsr
     @handles(4)
     def handle_leader_and_isr(self, request):
         req, v = request.body, request.api_version
         if self._refused(request, 2):
-            return self._leader_and_isr_error(req, v, ErrorCode.STALE_BROKER_EPOCH)
+            return self._refusal(request, 2, self.handle_leader_and_isr,
+                                 self._leader_and_isr_error(req, v, ErrorCode.STALE_BROKER_EPOCH))
         topics = self._leader_and_isr_topics(req, v)
         names = [name for name, _, _ in topics]
         missing = self.topic_configs.missing(names) if self.topic_configs is not None else []
@@ -155,7 +177,8 @@ class ControlRequestsApi:
     def handle_update_metadata(self, request):
         req, v = request.body, request.api_version
         if self._refused(request, 5):
-            return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+            return self._refusal(request, 5, self.handle_update_metadata,
+                                 UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
         rm = self.replica_manager
         if req.controller_epoch < rm.controller_epoch:
             log.warning("refusing UpdateMetadata from controller %d: its epoch %d is older than %d",
@@ -198,8 +221,8 @@ class ControlRequestsApi:
         req, v = request.body, request.api_version
         entries = self._stop_replica_entries(req, v)
         if self._refused(request, 1):
-            return self._stop_replica_response(ErrorCode.STALE_BROKER_EPOCH,
-                                               {(t, i): ErrorCode.STALE_BROKER_EPOCH for t, i, _, _ in entries})
+            return self._refusal(request, 1, self.handle_stop_replica, self._stop_replica_response(
+                ErrorCode.STALE_BROKER_EPOCH, {(t, i): ErrorCode.STALE_BROKER_EPOCH for t, i, _, _ in entries}))
         error, errors = self.replica_manager.apply_stop_replica(req.controller_id, req.controller_epoch, entries)
         if error:
             return self._stop_replica_response(error, {(t, i): error for t, i, _, _ in entries})

@@ -316,6 +316,7 @@ class ReplicaManager:
         for topic, index, topic_id, state in entries:
             key = (topic, index)
             self._awaiting_leader.discard(key)
+            partition = None
             try:
                 partition = self._hosted(topic, index, topic_id)
                 if partition.make_leader(state):
@@ -325,6 +326,10 @@ class ReplicaManager:
                 errors[key] = ErrorCode.NONE
             except (KafkaError, OSError) as e:
                 log.error("cannot become leader of %s-%d: %s", topic, index, e)
+                if partition is not None:
+                    # half made (a full disk while starting the epoch): it must not act as leader, with no
+                    # epoch start and no follower states; it answers NOT_LEADER_OR_FOLLOWER until told again
+                    partition.fence()
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             self._complete_delayed(key)
@@ -496,6 +501,11 @@ class ReplicaManager:
         except KafkaError as e:
             stats.record_failed_append(topic, len(records), e.error_code in REJECTED)
             return ProduceResult(e.error_code, record_errors=e.record_errors, error_message=str(e) or None)
+        except OSError as e:     # a full or failing disk: nothing was acknowledged, the client retries
+            log.error("cannot append to %s-%d: %s", topic, index, e)
+            stats.record_failed_append(topic, len(records), False)
+            return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 error_message=f"cannot append to {topic}-{index}: {e.strerror or e}")
         stats.record_append(topic, len(records), 0 if info.duplicate else info.last_offset - info.first_offset + 1)
         key = partition.key
         if hw_moved:
@@ -615,8 +625,9 @@ class ReplicaManager:
 
     def truncate_follower(self, topic: str, index: int, offset: int) -> None:
         partition = self.partitions.get((topic, index))
-        if partition is not None and offset < partition.log_end_offset:
-            partition.truncate_to(offset)
+        # at or past our end too: the log then drops only leader epochs that start at its end (as Kafka's
+        # truncateTo does), an epoch we led without writing; kept, the next fetch diverges again, forever
+        if partition is not None and partition.truncate_to(offset):
             self._complete_delayed(partition.key)
 
     def truncate_follower_fully(self, topic: str, index: int, offset: int) -> None:

@@ -17,7 +17,8 @@ calls on the event loop:
 - CONNECTED again in the same session: ``on_resumed`` if ``on_suspended`` was
   called (nobody replaced us).
 - LOST (the session expired: our znode is gone): the epoch becomes unknown
-  (``epoch`` is None, so control requests are refused) and ``on_lost``; once
+  (``epoch`` is None, so control requests are refused, but for those carrying a
+  newer epoch: they wait for the registration under way) and ``on_lost``; once
   kazoo has a new session we register again (a new czxid, a new broker epoch,
   as Kafka's RegisterBrokerAndReelect), retrying until it works, then
   ``on_registered(epoch)``.
@@ -51,6 +52,8 @@ class ZkBrokerRegistration:
         self.on_lost = on_lost
         self.on_registered = on_registered
         self.epoch: int | None = None          # the czxid of our registration; None while not registered
+        self.expired_epoch = -1                # the epoch of the registration a session expiry took
+        self._registered = asyncio.Event()     # set while self.epoch is known
         self.session_lost = False
         self.suspended = False                 # on_suspended was called and the session is not back yet
         self._suspension: asyncio.TimerHandle | None = None
@@ -68,8 +71,22 @@ class ZkBrokerRegistration:
     async def start(self) -> int:
         """Register, then follow the session; the broker epoch."""
         self.epoch = await asyncio.to_thread(self.register)
+        self._registered.set()
         self.zk.add_state_listener(self._on_state)
         return self.epoch
+
+    async def wait_registered(self, epoch: int, timeout: float = 30.0) -> bool:
+        """Whether a control request carrying broker epoch ``epoch``, which came while we were not
+        registered, is for the registration under way; waits (at most ``timeout``) until it is done. A
+        controller sees our new znode as soon as it exists, possibly before our create has returned;
+        czxids only grow, so an epoch above the expired one can only be the new registration's."""
+        if epoch <= self.expired_epoch:
+            return False
+        try:
+            await asyncio.wait_for(self._registered.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return self.epoch is not None and epoch >= self.epoch
 
     def close(self) -> None:
         self.closed = True
@@ -120,7 +137,10 @@ class ZkBrokerRegistration:
             log.warning("the ZooKeeper session expired: registration gone (was broker epoch %s)", self.epoch)
             self._end_suspension()
             self.suspended = False
+            if self.epoch is not None:
+                self.expired_epoch = self.epoch
             self.epoch = None
+            self._registered.clear()
             self.session_lost = True
             self.on_lost()
         elif state == ZkState.CONNECTED:
@@ -148,5 +168,6 @@ class ZkBrokerRegistration:
                 return
             self.session_lost = False
             self.epoch = epoch
-            self.on_registered(epoch)
+            self.on_registered(epoch)       # before the requests waiting for it go on: they find us unfenced
+            self._registered.set()
             return

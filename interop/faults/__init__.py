@@ -1,0 +1,1 @@
+"""Cluster fault campaigns (python -m interop.faults): see campaign.py."""
