@@ -63,15 +63,9 @@ class ZkControllerService:
         self.admin_manager = admin_manager
 
     def api_handlers(self) -> list:
-        from .server.controller_apis import (
-            AlterPartitionApi,
-            ControlledShutdownApi,
-            PartitionReassignmentsApi,
-            ZkElectLeadersApi,
-        )
-        c = self.controller
-        return [ControlledShutdownApi(c), AlterPartitionApi(c),
-                ZkElectLeadersApi(c, self.links.metadata_cache, self.admin_manager), PartitionReassignmentsApi(c)]
+        from .server.controller_apis import controller_api_handlers
+        return controller_api_handlers(self.controller, self.links.metadata_cache, self.admin_manager,
+                                       self.links.auth)
 
 
 def _zk_admin_manager(links, service):

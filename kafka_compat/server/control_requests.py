@@ -10,6 +10,9 @@ ReplicaManager partition by partition (its rules are there); UpdateMetadata
 replaces what the MetadataCache knows. The group coordinator follows: it loads
 a `__consumer_offsets` partition this broker starts leading and unloads one it
 stops leading or deletes.
+
+Before all of that, as in Kafka, the sender must hold CLUSTER_ACTION on the cluster (the
+inter-broker principal, normally a super user): anyone else gets CLUSTER_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from ..protocol.messages.stop_replica import StopReplicaResponse
 from ..protocol.messages.update_metadata import UpdateMetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
 from .registry import handles
 from .replica_manager import ReplicaManager
@@ -30,6 +34,7 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 UNKNOWN_BROKER_EPOCH = -1
+DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 _PROTOCOLS = list(SecurityProtocol)
 
 
@@ -58,7 +63,7 @@ def _topics(req, grouped: bool, with_ids: bool, state) -> list[tuple[str, bytes,
 class ControlRequestsApi:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
-                 metadata_listeners: Sequence[Callable[[list[str]], None]] = ()):
+                 metadata_listeners: Sequence[Callable[[list[str]], None]] = (), auth: AuthHelper = NO_AUTHORIZER):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
@@ -70,6 +75,7 @@ class ControlRequestsApi:
         self.broker_epoch = broker_epoch
         self.topic_configs = topic_configs
         self.metadata_listeners = list(metadata_listeners)
+        self.auth = auth
 
     def _refused(self, request, epoch_since: int) -> bool:
         """Kafka's isBrokerEpochStale (BrokerEpoch exists from version ``epoch_since``), and also: no
@@ -87,6 +93,8 @@ class ControlRequestsApi:
     @handles(4)
     def handle_leader_and_isr(self, request):
         req, v = request.body, request.api_version
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return self._leader_and_isr_error(req, v, DENIED)
         if self._refused(request, 2):
             return self._leader_and_isr_error(req, v, ErrorCode.STALE_BROKER_EPOCH)
         topics = self._leader_and_isr_topics(req, v)
@@ -146,6 +154,8 @@ class ControlRequestsApi:
     @handles(6)
     def handle_update_metadata(self, request):
         req, v = request.body, request.api_version
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return UpdateMetadataResponse(error_code=DENIED)
         if self._refused(request, 5):
             return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         rm = self.replica_manager
@@ -189,6 +199,8 @@ class ControlRequestsApi:
     def handle_stop_replica(self, request):
         req, v = request.body, request.api_version
         entries = self._stop_replica_entries(req, v)
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return self._stop_replica_response(DENIED, {(t, i): DENIED for t, i, _, _ in entries})
         if self._refused(request, 1):
             return self._stop_replica_response(ErrorCode.STALE_BROKER_EPOCH,
                                                {(t, i): ErrorCode.STALE_BROKER_EPOCH for t, i, _, _ in entries})
