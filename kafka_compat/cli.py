@@ -1,4 +1,4 @@
-"""`kafka-compat serve | cluster | dump-log`: the command line.
+"""`kafka-compat serve | cluster | configs | dump-log`: the command line.
 
 `serve` with no arguments runs a single node with embedded defaults: data in
 ./kafka-compat-data, listening on 127.0.0.1:9092. A `server.properties` file
@@ -144,6 +144,7 @@ def run_cluster(brokers: int, overrides: list[str], data_dir: str | None) -> int
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .security import config_command
     ap = argparse.ArgumentParser(prog="kafka-compat", description="A Kafka-compatible broker.")
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run a broker")
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
                    help="a broker property for every broker, e.g. -o min.insync.replicas=2")
     c.add_argument("--data-dir", help="keep data here (default: a temporary directory, removed at exit)")
+    config_command.add_parser(sub)
     d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
     d.add_argument("files", nargs="+")
     d.add_argument("--print-data-log", action="store_true")
@@ -165,6 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dump-log":
         from kafka_compat.storage.dump import main as dump_main
         return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
+    if args.command == "configs":
+        try:
+            config_command.run(args)
+        except (ValueError, OSError) as e:      # bad arguments, or ZooKeeper unreachable
+            print(f"kafka-compat configs: {e}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "cluster":
         if args.brokers < 1:
             print("kafka-compat: --brokers must be at least 1", file=sys.stderr)

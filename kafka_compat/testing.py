@@ -362,7 +362,8 @@ class EmbeddedCluster(_Started):
 
     def __init__(self, brokers: int = 3, overrides: dict | None = None, *, chroot: str = "/kafka",
                  broker_overrides: dict[int, dict] | None = None, data_dir: str | None = None,
-                 zookeeper: EmbeddedZooKeeper | None = None):
+                 zookeeper: EmbeddedZooKeeper | None = None, listeners: dict[str, str] | None = None):
+        """``listeners``: every broker's listeners as EmbeddedBroker takes them (the first is ``bootstrap``)."""
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-cluster-")
         self._own_zookeeper = zookeeper is None
@@ -376,7 +377,8 @@ class EmbeddedCluster(_Started):
             props = dict(settings)
             props.update((broker_overrides or {}).get(i, {}))
             props["broker.id"] = i
-            self.brokers.append(EmbeddedBroker(props, data_dir=os.path.join(self.data_dir, f"broker-{i}")))
+            self.brokers.append(EmbeddedBroker(props, data_dir=os.path.join(self.data_dir, f"broker-{i}"),
+                                               listeners=listeners))
         self._zk = None
 
     @property
