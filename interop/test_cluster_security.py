@@ -334,7 +334,11 @@ def test_killing_a_leader_and_the_controller_loses_no_acknowledged_record(cluste
             cluster.wait_until(lambda: len(producer.acked) > before + 100, WAIT, "acknowledged writes")
             victim = cluster.leader(topic, 0) if fault == 0 else cluster.wait_for_controller()
             cluster.kill(victim)
-            cluster.wait_for_leader(topic, 0, exclude={victim})
+            for p in range(PARTITIONS):
+                cluster.wait_for_leader(topic, p, WAIT, exclude={victim})
+            cluster.wait_for_controller(WAIT, exclude={victim})
+            # its ZooKeeper session must end before the same broker id can register again (as in Kafka)
+            cluster.wait_until(lambda: victim not in cluster.registered(), WAIT, "the killed broker's session to end")
             cluster.restart(victim)
             for p in range(PARTITIONS):
                 assert len(wait_for_full_isr(cluster, topic, p)) == 3

@@ -45,9 +45,9 @@ from ..protocol.frames import (
     encode_request,
     response_correlation_id,
 )
-from ..security.sasl_client import SASL_HANDSHAKE_VERSION, ClientSecurity, SaslClientError
+from ..security.sasl_client import ClientSecurity, SaslClientError
+from .client_channel import sasl_exchange
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION = 17, 36, 1
 REAUTH_FRACTION = 0.85          # re-login when this share of the granted session lifetime has passed
 
 log = logging.getLogger(__name__)
@@ -288,25 +288,17 @@ class NetworkClient:
 
     async def _authenticate(self, connection: _Connection) -> None:
         """The SASL exchange of ``self.security`` on a fresh connection, before any other request."""
-        auth = self.security.authenticator()
-        if auth is None:
-            return
         node = connection.node
 
         def send(api_key: int, version: int, body) -> asyncio.Future:
             return connection.send(api_key, version, body, next(self._correlation) & 0x7FFFFFFF, self.client_id)
         try:
-            response = await send(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, auth.handshake_request())
-            request = auth.handshake_response(response)
-            while request is not None:
-                response = await send(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, request)
-                request = auth.authenticate_response(response)
+            lifetime_ms = await sasl_exchange(self.security, send)
         except SaslClientError as e:
             raise AuthenticationError(f"SASL/{self.security.sasl_mechanism} login as {self.security.username} "
                                       f"to node {node.node_id} at {node.host}:{node.port} failed: {e}") from None
-        if auth.session_lifetime_ms > 0:
-            connection.reauthenticate_at = time.monotonic() + auth.session_lifetime_ms * REAUTH_FRACTION / 1000
-
+        if lifetime_ms > 0:
+            connection.reauthenticate_at = time.monotonic() + lifetime_ms * REAUTH_FRACTION / 1000
 
 class ThreadSafeSender:
     """``send(broker, api_key, api_version, body) -> concurrent.futures.Future`` from any thread.

@@ -500,7 +500,7 @@ class Broker:
         """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
         listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
         of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
-        (network/client_channel.open_channel)."""
+        (network/client.py NetworkClient)."""
         cfg = self.config
         name = cfg.inter_broker_listener_name
         protocol = cfg.listener_security_protocol_map.get(name)
