@@ -37,7 +37,12 @@ def parse_add_config(text: str) -> dict[str, tuple[str, int]]:
         if mechanism is None:
             raise ValueError(f"{name}: only SCRAM credentials (SCRAM-SHA-256, SCRAM-SHA-512) can be set through "
                              "ZooKeeper; use a broker (--bootstrap-server) for anything else")
-        options = dict(part.split("=", 1) for part in value.strip("[]").split(",") if "=" in part)
+        if not (value.startswith("[") and value.endswith("]")):
+            raise ValueError(f"{name}: expected {name}=[password=...,iterations=...], not {value!r}")
+        options = dict(part.split("=", 1) if "=" in part else (part, None) for part in value[1:-1].split(","))
+        unknown = sorted(k for k, v in options.items() if k not in ("password", "iterations") or v is None)
+        if unknown:
+            raise ValueError(f"{name}: only password=... and iterations=... go in the brackets, not {unknown}")
         if "password" not in options:
             raise ValueError(f"{name}: a password is needed, e.g. {name}=[password=secret]")
         iterations = options.get("iterations", str(DEFAULT_ITERATIONS))
