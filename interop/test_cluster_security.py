@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from secure_broker import (  # noqa: E402
     ALL,
     GROUP,
+    LITERAL,
     PREFIXED,
     READ,
     WRITE,
@@ -40,12 +41,14 @@ from secure_broker import (  # noqa: E402
     connect,
     scram_upsertion,
 )
+from secure_broker import TOPIC as TOPIC_TYPE  # noqa: E402
 from test_cluster_faults import check_exactly_once_in_order  # noqa: E402
 
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest  # noqa: E402
 from kafka_compat.protocol.messages.create_acls import CreateAclsRequest  # noqa: E402
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
+from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest  # noqa: E402
 from kafka_compat.protocol.messages.elect_leaders import ElectLeadersRequest  # noqa: E402
 from kafka_compat.protocol.messages.fetch import FetchRequest  # noqa: E402
 from kafka_compat.protocol.messages.metadata import MetadataRequest  # noqa: E402
@@ -288,6 +291,39 @@ def test_an_acl_made_through_one_broker_is_enforced_by_all(cluster):
         expected = E.NONE if i == leader else E.NOT_LEADER_OR_FOLLOWER
         cluster.wait_until(lambda: produce_error(b, "mallory", topic) == expected, WAIT,
                            f"broker {i} to apply the ACL made through broker 2")
+
+    response = run(call(cluster.brokers[1], *ADMIN, 31, 3, DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(
+        resource_type_filter=TOPIC_TYPE, resource_name_filter=topic, pattern_type_filter=LITERAL, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1)])))
+    assert [len(r.matching_acls) for r in response.filter_results] == [1], response
+    assert not cluster.zk.exists(f"/kafka-acl/Topic/{topic}")
+    for i, b in enumerate(cluster.brokers):         # deleted through broker 1: refused everywhere again
+        cluster.wait_until(lambda: produce_error(b, "mallory", topic) == E.TOPIC_AUTHORIZATION_FAILED, WAIT,
+                           f"broker {i} to apply the deletion made through broker 1")
+
+
+def test_a_password_changed_or_a_user_deleted_through_one_broker_holds_on_every_broker(cluster):
+    """trudy, made through broker 2, logs in everywhere; her new password set through broker 0 replaces the
+    old one on every broker; once deleted through broker 1 she logs in nowhere (her znode's config is empty)."""
+    def alter(broker: int, upsert: str | None = None, delete: bool = False) -> None:
+        response = run(call(cluster.brokers[broker], *ADMIN, 51, 0, AlterUserScramCredentialsRequest(
+            deletions=[AlterUserScramCredentialsRequest.ScramCredentialDeletion(
+                name="trudy", mechanism=ScramMechanism.SCRAM_SHA_512.type)] if delete else [],
+            upsertions=[scram_upsertion("trudy", upsert, ScramMechanism.SCRAM_SHA_512)] if upsert else [])))
+        assert [r.error_code for r in response.results] == [E.NONE], response
+
+    def everywhere(password: str, expected: bool, what: str) -> None:
+        for i, b in enumerate(cluster.brokers):
+            cluster.wait_until(lambda: can_log_in(b, "trudy", password) == expected, WAIT, f"{what} on broker {i}")
+
+    alter(2, upsert="first")
+    everywhere("first", True, "trudy's login")
+    alter(0, upsert="second")
+    everywhere("first", False, "the old password to be refused")
+    everywhere("second", True, "the new password")
+    alter(1, delete=True)
+    everywhere("second", False, "the deleted user to be refused")
+    assert json.loads(cluster.zk.get("/config/users/trudy")[0]) == {"version": 1, "config": {}}   # as Kafka leaves it
 
 
 class SecuredProducer:
