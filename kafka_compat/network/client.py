@@ -274,7 +274,8 @@ class NetworkClient:
         except BaseException as e:
             self._attempts[node.node_id] = (time.monotonic(), failures + 1)
             error = e if isinstance(e, DisconnectedError) else DisconnectedError(
-                f"SASL authentication with node {node.node_id} timed out")
+                f"SASL authentication with node {node.node_id} timed out" if isinstance(e, asyncio.TimeoutError)
+                else f"SASL authentication with node {node.node_id} failed: {e or type(e).__name__}")
             connection.abort(error)
             if isinstance(e, (asyncio.TimeoutError, DisconnectedError, InvalidResponse)):
                 raise error from None
