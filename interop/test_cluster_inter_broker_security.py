@@ -13,7 +13,9 @@ Clients use a SASL_PLAINTEXT/PLAIN CLIENT listener, with allow.everyone.if.no.ac
 inter-broker request must carry the brokers' principal through the ACL check: the controller's
 UpdateMetadata and LeaderAndIsr (a topic gets leaders and a full ISR), the replica fetchers (acks=all
 records reach every replica byte for byte) and AlterPartition (a stopped follower comes back into the ISR once
-restarted and caught up).
+restarted and caught up). And the login is enforced: a broker whose own inter-broker password is wrong
+is refused by the leaders, stays out of every ISR and holds none of the acks=all records until it is
+restarted with the right one.
 """
 from __future__ import annotations
 
@@ -153,6 +155,58 @@ def test_brokers_replicate_and_control_each_other_over_the_secured_inter_broker_
                                f"every replica of {TOPIC}-{p} to hold the leader's bytes")
             data = segment_bytes(cluster, victim, TOPIC, p)
             assert data.count(b"a-") == data.count(b"b-") == 100 // PARTITIONS
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.close()
+        zookeeper.close()
+
+
+def test_a_broker_with_the_wrong_inter_broker_password_never_replicates_until_given_the_right_one(tmp_path):
+    """Broker 2's own login (listener.name.internal.plain.sasl.jaas.config) has a wrong password while it
+    accepts the others' logins: the leaders (0 and 1) refuse its fetches, drop it from the ISR and go on
+    taking acks=all writes with two replicas; it holds none of them. Restarted with the right password, it
+    catches up and rejoins every ISR byte for byte."""
+    listeners, props = settings("plain", TlsFiles(str(tmp_path / "tls")))
+    key = "listener.name.internal.plain.sasl.jaas.config"
+    wrong = plain_jaas({"broker": "broker-secret"}, "broker", "not-the-secret")
+    zookeeper = EmbeddedZooKeeper().start()
+    cluster = EmbeddedCluster(3, props, zookeeper=zookeeper, chroot=CHROOT, listeners=listeners,
+                              broker_overrides={2: {key: wrong}})
+    try:
+        for b in cluster.brokers:
+            b.overrides["zookeeper.connect"] = cluster.zookeeper_connect
+        for i in range(3):              # 0 first: it becomes the controller, whose own login is right
+            cluster.start_broker(i, WAIT)
+            if i == 0:
+                cluster.wait_for_controller(WAIT)
+        cluster.wait_until(lambda: cluster.registered() == {0, 1, 2}, WAIT, "every broker to register")
+        controller = cluster.wait_for_controller()
+        assert controller != 2
+        cluster.wait_until(lambda: controller_known(cluster.brokers[controller]), WAIT, "the controller's metadata")
+        response = asyncio.run(admin_call(cluster.brokers[controller], 19, 7, CreateTopicsRequest(
+            timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
+                name=TOPIC, num_partitions=-1, replication_factor=-1, assignments=[
+                    CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=[p, 1 - p, 2])
+                    for p in range(PARTITIONS)])])))
+        assert [t.error_code for t in response.topics] == [ErrorCode.NONE], response
+        cluster.wait_until(lambda: "SASL/PLAIN login as broker to node" in cluster.brokers[2].log(), WAIT,
+                           "broker 2's refused login")
+        for p in range(PARTITIONS):
+            cluster.wait_until(lambda: sorted(cluster.partition_state(TOPIC, p)["isr"]) == [0, 1], WAIT,
+                               f"{TOPIC}-{p}'s leader to drop broker 2 from the ISR")
+        produce(cluster, [b"a-%d" % i for i in range(100)])
+        assert all(b"a-" not in segment_bytes(cluster, 2, TOPIC, p) for p in range(PARTITIONS))
+
+        cluster.stop(2)
+        cluster.brokers[2].overrides[key] = props[key]
+        cluster.start_broker(2, WAIT)
+        for p in range(PARTITIONS):
+            assert sorted(wait_for_full_isr(cluster, TOPIC, p)) == [0, 1, 2]
+            cluster.wait_until(lambda: len({segment_bytes(cluster, b, TOPIC, p) for b in range(3)}) == 1, WAIT,
+                               f"broker 2 to hold {TOPIC}-{p}'s records")
+            assert segment_bytes(cluster, 2, TOPIC, p).count(b"a-") == 100 // PARTITIONS
     except BaseException:
         print(cluster.logs())
         raise
