@@ -20,6 +20,7 @@ restarted with the right one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -49,8 +50,9 @@ CHROOT = "/kafka"
 
 def broker_certificate(tls: TlsFiles) -> str:
     """A PEM key store whose certificate serves TLS (localhost, 127.0.0.1) and also logs in to other brokers."""
-    cert = issue(tls.ca, name((NameOID.ORGANIZATION_NAME, "kafka-compat"), (NameOID.ORGANIZATIONAL_UNIT_NAME, "brokers"),
-                              (NameOID.COMMON_NAME, "broker")), server=True, client=True)
+    subject = name((NameOID.ORGANIZATION_NAME, "kafka-compat"), (NameOID.ORGANIZATIONAL_UNIT_NAME, "brokers"),
+                   (NameOID.COMMON_NAME, "broker"))
+    cert = issue(tls.ca, subject, server=True, client=True)
     return tls._write("broker.pem", cert.key_pem() + cert.cert_pem + tls.ca.cert_pem)
 
 
@@ -118,13 +120,37 @@ def produce(cluster, values: list[bytes]) -> None:
     assert producer.flush(WAIT) == 0 and failed == []
 
 
+@contextlib.contextmanager
+def running(cluster: EmbeddedCluster, zookeeper: EmbeddedZooKeeper):
+    """The cluster's logs printed when the test fails; cluster and ZooKeeper closed either way."""
+    try:
+        yield cluster
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.close()
+        zookeeper.close()
+
+
+def rejoined(cluster, broker: int) -> list[bytes]:
+    """Once every partition's ISR is full again and every replica holds the same bytes: `broker`'s bytes."""
+    out = []
+    for p in range(PARTITIONS):
+        assert sorted(wait_for_full_isr(cluster, TOPIC, p)) == [0, 1, 2]
+        cluster.wait_until(lambda: len({segment_bytes(cluster, b, TOPIC, p) for b in range(3)}) == 1, WAIT,
+                           f"every replica of {TOPIC}-{p} to hold the leader's bytes")
+        out.append(segment_bytes(cluster, broker, TOPIC, p))
+    return out
+
+
 @pytest.mark.parametrize("variant", ["ssl", "plain"])
 def test_brokers_replicate_and_control_each_other_over_the_secured_inter_broker_listener(tmp_path, variant):
     tls = TlsFiles(str(tmp_path / "tls"))
     listeners, props = settings(variant, tls)
     zookeeper = EmbeddedZooKeeper().start()
     cluster = EmbeddedCluster(3, props, zookeeper=zookeeper, chroot=CHROOT, listeners=listeners)
-    try:
+    with running(cluster, zookeeper):
         if variant == "ssl":
             grant_cluster_action_in_zookeeper(zookeeper, f"User:{BROKER_DN}")
         cluster.start(WAIT)
@@ -133,7 +159,8 @@ def test_brokers_replicate_and_control_each_other_over_the_secured_inter_broker_
         # UpdateMetadata from the controller reached every broker
         cluster.wait_until(lambda: all(controller_known(b) for b in cluster.brokers), WAIT,
                            "every broker to hear from the controller")
-        response = asyncio.run(admin_call(cluster.brokers[cluster.wait_for_controller()], 19, 7, CreateTopicsRequest(timeout_ms=30000, topics=[
+        controller = cluster.brokers[cluster.wait_for_controller()]     # CreateTopics goes to the controller
+        response = asyncio.run(admin_call(controller, 19, 7, CreateTopicsRequest(timeout_ms=30000, topics=[
             CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=PARTITIONS, replication_factor=3)])))
         assert [t.error_code for t in response.topics] == [ErrorCode.NONE], response
         for p in range(PARTITIONS):                     # LeaderAndIsr reached every replica
@@ -149,18 +176,8 @@ def test_brokers_replicate_and_control_each_other_over_the_secured_inter_broker_
                                        for p in range(PARTITIONS)), WAIT, "the stopped broker to leave every ISR")
         produce(cluster, [b"b-%d" % i for i in range(100)])     # acks=all with two in sync
         cluster.start_broker(victim)
-        for p in range(PARTITIONS):                     # AlterPartition from the leaders brought it back
-            assert sorted(wait_for_full_isr(cluster, TOPIC, p)) == [0, 1, 2]
-            cluster.wait_until(lambda: len({segment_bytes(cluster, b, TOPIC, p) for b in range(3)}) == 1, WAIT,
-                               f"every replica of {TOPIC}-{p} to hold the leader's bytes")
-            data = segment_bytes(cluster, victim, TOPIC, p)
+        for data in rejoined(cluster, victim):          # AlterPartition from the leaders brought it back
             assert data.count(b"a-") == data.count(b"b-") == 100 // PARTITIONS
-    except BaseException:
-        print(cluster.logs())
-        raise
-    finally:
-        cluster.close()
-        zookeeper.close()
 
 
 def test_a_broker_with_the_wrong_inter_broker_password_never_replicates_until_given_the_right_one(tmp_path):
@@ -174,7 +191,7 @@ def test_a_broker_with_the_wrong_inter_broker_password_never_replicates_until_gi
     zookeeper = EmbeddedZooKeeper().start()
     cluster = EmbeddedCluster(3, props, zookeeper=zookeeper, chroot=CHROOT, listeners=listeners,
                               broker_overrides={2: {key: wrong}})
-    try:
+    with running(cluster, zookeeper):
         for b in cluster.brokers:
             b.overrides["zookeeper.connect"] = cluster.zookeeper_connect
         for i in range(3):              # 0 first: it becomes the controller, whose own login is right
@@ -202,14 +219,5 @@ def test_a_broker_with_the_wrong_inter_broker_password_never_replicates_until_gi
         cluster.stop(2)
         cluster.brokers[2].overrides[key] = props[key]
         cluster.start_broker(2, WAIT)
-        for p in range(PARTITIONS):
-            assert sorted(wait_for_full_isr(cluster, TOPIC, p)) == [0, 1, 2]
-            cluster.wait_until(lambda: len({segment_bytes(cluster, b, TOPIC, p) for b in range(3)}) == 1, WAIT,
-                               f"broker 2 to hold {TOPIC}-{p}'s records")
-            assert segment_bytes(cluster, 2, TOPIC, p).count(b"a-") == 100 // PARTITIONS
-    except BaseException:
-        print(cluster.logs())
-        raise
-    finally:
-        cluster.close()
-        zookeeper.close()
+        for data in rejoined(cluster, 2):
+            assert data.count(b"a-") == 100 // PARTITIONS

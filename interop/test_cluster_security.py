@@ -292,9 +292,10 @@ def test_an_acl_made_through_one_broker_is_enforced_by_all(cluster):
         cluster.wait_until(lambda: produce_error(b, "mallory", topic) == expected, WAIT,
                            f"broker {i} to apply the ACL made through broker 2")
 
-    response = run(call(cluster.brokers[1], *ADMIN, 31, 3, DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(
+    any_acl_on_topic = DeleteAclsRequest.DeleteAclsFilter(
         resource_type_filter=TOPIC_TYPE, resource_name_filter=topic, pattern_type_filter=LITERAL, principal_filter=None,
-        host_filter=None, operation=1, permission_type=1)])))
+        host_filter=None, operation=1, permission_type=1)
+    response = run(call(cluster.brokers[1], *ADMIN, 31, 3, DeleteAclsRequest(filters=[any_acl_on_topic])))
     assert [len(r.matching_acls) for r in response.filter_results] == [1], response
     assert not cluster.zk.exists(f"/kafka-acl/Topic/{topic}")
     for i, b in enumerate(cluster.brokers):         # deleted through broker 1: refused everywhere again
