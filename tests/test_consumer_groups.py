@@ -328,6 +328,38 @@ def test_a_coordinator_move_unloads_and_reloads_the_partition(tmp_path):
     assert after.members["m"].member_epoch == j.member_epoch
 
 
+def test_a_member_revoking_when_the_coordinator_moves_still_has_only_its_rebalance_timeout(tmp_path):
+    """Loading re-arms the rebalance timeout of a member told to revoke (as Kafka's onLoaded does): one that
+    never acknowledges is fenced then, long before its session (60 s here) would end, and its partitions
+    go to the member waiting for them."""
+    async def scenario():
+        b, c = await started(tmp_path, **{"group.consumer.session.timeout.ms": "60000"})
+        b.controller.create_topic("t", 2, 1, {})
+        t = b.metadata_cache.get_topic("t").topic_id
+        await c.call(68, 1, hb(member_id="a", timeout=300))
+        joined = await c.call(68, 1, hb(member_id="b"))
+        told = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, [0, 1])]))
+        coordinator = b.group_coordinator
+        index = coordinator.partition_for("g")
+        coordinator.on_resignation(index)
+        await coordinator.on_election(index)
+        state = coordinator.groups.get_group("g").members["a"].state
+        for _ in range(200):                   # a guard against a hang: 20 s, a third of the session
+            if "a" not in coordinator.groups.get_group("g").members:
+                break
+            await asyncio.sleep(0.1)
+        members = set(coordinator.groups.get_group("g").members)
+        later = await c.call(68, 1, hb(member_id="b", epoch=joined.member_epoch, topics=None, owned=[]))
+        await b.stop()
+        return t, told, state, members, later
+
+    t, told, state, members, later = asyncio.run(scenario())
+    assert told.error_code == E.NONE and told.member_epoch == 1 and len(owned_of(told)[0][1]) == 1
+    assert state == MemberState.UNREVOKED_PARTITIONS        # reloaded as it was
+    assert members == {"b"}
+    assert later.error_code == E.NONE and owned_of(later) == [(t, [0, 1])]
+
+
 def test_leader_epochs_order_a_partitions_elections_and_resignations(tmp_path):
     async def scenario():
         b, c = await started(tmp_path)
@@ -363,6 +395,37 @@ def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_
     first, waiting = asyncio.run(scenario())
     assert first.heartbeat_interval_ms == 1000 and owned_of(first)
     assert not owned_of(waiting) and waiting.heartbeat_interval_ms == 100
+
+
+def test_a_joining_member_gets_free_partitions_at_once_and_released_ones_at_its_next_heartbeat(tmp_path):
+    """What a rebalance costs in heartbeats: the joiner's first one brings what nobody owns; the owner's
+    next one is told to revoke, its acknowledgement frees the partitions, and the joiner's next one has them."""
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 4, 1, {})
+        b.controller.create_topic("u", 2, 1, {})
+        t, u = (b.metadata_cache.get_topic(n).topic_id for n in "tu")
+        steps = {"a joins": await c.call(68, 1, hb(member_id="a"))}
+        steps["b joins"] = await c.call(68, 1, hb(member_id="b", topics=("t", "u")))
+        steps["a is told"] = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, range(4))]))
+        kept = dict(owned_of(steps["a is told"]))[t]
+        steps["a acknowledges"] = await c.call(68, 1, hb(member_id="a", epoch=1, topics=None, owned=[(t, kept)]))
+        steps["b again"] = await c.call(68, 1, hb(member_id="b", epoch=steps["b joins"].member_epoch, topics=None,
+                                                   owned=owned_of(steps["b joins"])))
+        await b.stop()
+        return t, u, steps
+
+    t, u, steps = asyncio.run(scenario())
+    assert all(r.error_code == E.NONE for r in steps.values()), steps
+    assert dict(owned_of(steps["a joins"])) == {t: [0, 1, 2, 3]}
+    joined = dict(owned_of(steps["b joins"]))
+    assert joined == {u: [0, 1]} and steps["b joins"].member_epoch == 2     # t's are still a's
+    told = steps["a is told"]
+    assert told.member_epoch == 1 and 0 < len(dict(owned_of(told))[t]) < 4  # revoke first, at its epoch
+    assert steps["a acknowledges"].member_epoch == 2
+    kept = dict(owned_of(told))[t]
+    b_now = dict(owned_of(steps["b again"]))
+    assert b_now[u] == [0, 1] and sorted(b_now[t] + kept) == [0, 1, 2, 3]
 
 
 def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tmp_path):

@@ -222,6 +222,13 @@ class ConsumerGroupProtocol:
         changed = updated.assigned_partitions != before.assigned_partitions
         interval = self.waiting_heartbeat_interval_ms if updated.state == MemberState.UNRELEASED_PARTITIONS \
             else self.heartbeat_interval_ms
+        if log.isEnabledFor(logging.DEBUG):     # one line per heartbeat: what the member said, what it is told
+            log.debug("heartbeat group %s member %s (%s): epoch %d owned %s -> epoch %d %s, %d assigned%s, "
+                      "%d pending revocation", group_id, member_id, client_id, epoch,
+                      "-" if owned is None else sum(len(p) for _, p in owned), updated.member_epoch,
+                      updated.state.name, sum(len(p) for p in updated.assigned_partitions.values()),
+                      " (sent)" if full or changed else "",
+                      sum(len(p) for p in updated.partitions_pending_revocation.values()))
         return HeartbeatResult(E.NONE, None, member_id, updated.member_epoch, interval,
                                dict(updated.assigned_partitions) if full or changed else None)
 
@@ -291,13 +298,18 @@ class ConsumerGroupProtocol:
                           sum(len(p) for p in updated.partitions_pending_revocation.values()))
             self._emit(group, records, current_assignment_record(group.group_id, updated))
             if not updated.use_classic_protocol:
-                key = ("rebalance", group.group_id, member.member_id)
-                if updated.state == MemberState.UNREVOKED_PARTITIONS:
-                    self.timer.schedule(key, max(updated.rebalance_timeout_ms, 0), lambda: self._on_rebalance_timeout(
-                        group.group_id, member.member_id, updated.member_epoch))
-                else:
-                    self.timer.cancel(key)
+                self._schedule_rebalance_timeout(group.group_id, updated)
         return group.members[member.member_id]
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
+        """A member told to revoke has its rebalance timeout to do so, else it is fenced; any other state
+        has none."""
+        key = ("rebalance", group_id, member.member_id)
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
+            self.timer.schedule(key, max(member.rebalance_timeout_ms, 0), lambda: self._on_rebalance_timeout(
+                group_id, member.member_id, member.member_epoch))
+        else:
+            self.timer.cancel(key)
 
     def _emit(self, group, records: list, record) -> None:
         self.groups.replay(record)
@@ -475,11 +487,15 @@ class ConsumerGroupProtocol:
             self.timer.cancel((kind, group_id, member_id))
 
     def on_group_loaded(self, group: ConsumerGroup) -> None:
-        """A loaded group's members have a fresh session each (as after a coordinator move in Kafka)."""
+        """A loaded group's members have a fresh session each (as after a coordinator move in Kafka), and
+        those that were revoking a fresh rebalance timeout to finish (else one that never does would
+        hold its partitions from their new owner until its session ends)."""
         for member in group.members.values():
             timeout = member.classic_member_metadata.session_timeout_ms if member.use_classic_protocol \
                 else self.session_timeout_ms
             self._schedule_session_timeout(group.group_id, member.member_id, timeout)
+            if not member.use_classic_protocol:
+                self._schedule_rebalance_timeout(group.group_id, member)
 
     def on_group_unloaded(self, group: ConsumerGroup) -> None:
         for member_id in group.members:
