@@ -1,6 +1,6 @@
 """What metrics cost per request: broker CPU time with the Prometheus endpoint on against off.
 
-    python bench/metrics_cost.py [--rounds 7] [--requests 5000]
+    python bench/metrics_cost.py [--rounds 9] [--requests 20000] [--at REV]
 
 Metrics cost something per request (timings, counters, histograms) and per scrape,
 nothing per record, so the worst case is many small requests. Two brokers run
@@ -9,8 +9,12 @@ side by side, one with `prometheus.listener` (scraped every 5 s, as bench/run.py
 pipelined requests over our wire client, alternating which goes first: Produce
 (one 10-record batch each, acks=1), then Fetch (4 KiB each), then Metadata. The
 figure is the broker process's CPU time (user + system) per request, median over
-rounds; CPU time, not wall time, because this 2-core machine is shared and its
-wall times swing by tens of percent from one minute to the next.
+rounds, and each round's on/off ratio (the two sides ran seconds apart): median
+[min..max]; CPU time, not wall time, because this 2-core machine is shared and its
+wall times swing by tens of percent from one minute to the next. The kernel counts
+CPU time in 10 ms ticks: 20,000 requests of ~50 µs make a side's figure good to
+about 1%. `--at REV` runs both sides at a git revision (its own checkout and venv,
+as bench/run.py's kafka-compat@REV), for the cost before a change.
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ def pipelined(client: WireClient, kind: str, n: int) -> None:
 
 
 class Side:
-    def __init__(self, metrics: bool):
+    def __init__(self, metrics: bool, python: str | None = None):
         overrides = {"num.partitions": 1}
         self.stop = threading.Event()
         if metrics:
@@ -74,7 +78,7 @@ class Side:
             overrides["prometheus.listener"] = f"http://127.0.0.1:{port}"
             threading.Thread(target=self.scrape, args=(f"http://127.0.0.1:{port}/metrics",), daemon=True).start()
         self.name = "metrics on" if metrics else "metrics off"
-        self.broker = EmbeddedBroker(overrides).start()
+        self.broker = EmbeddedBroker(overrides, python=python).start()
         self.proc = psutil.Process(self.broker.proc.pid)
         self.client = WireClient("127.0.0.1", self.broker.port, timeout=60)
         pipelined(self.client, "metadata", 5)                 # creates the topic
@@ -105,10 +109,16 @@ class Side:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--requests", type=int, default=5000)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--at", metavar="REV", help="run both sides at this git revision")
     args = ap.parse_args()
-    off, on = Side(False), Side(True)
+    python = None
+    if args.at:
+        from bench.contenders import checkout
+        python = checkout(args.at)
+    load0 = os.getloadavg()[0]
+    off, on = Side(False, python), Side(True, python)
     try:
         for side in (off, on):                                  # warm both up, untimed
             for kind in ("produce", "fetch", "metadata"):
@@ -122,12 +132,17 @@ def main() -> int:
     finally:
         off.close()
         on.close()
-    print(f"| request | CPU µs/request, metrics off | metrics on | on / off |  ({args.rounds} rounds x "
-          f"{args.requests} requests, medians)")
-    print("|---|---|---|---|")
+    print(f"# {args.rounds} rounds x {args.requests} requests{' at ' + args.at if args.at else ''}; load average "
+          f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    print("| request | CPU µs/request, metrics off | metrics on | on / off, medians | on / off per round: median "
+          "[min..max] |")
+    print("|---|---|---|---|---|")
     for kind in ("produce", "fetch", "metadata"):
-        a, b = statistics.median(off.cpu_per_request[kind]), statistics.median(on.cpu_per_request[kind])
-        print(f"| {kind} | {a:.1f} | {b:.1f} | {b / a:.3f} |")
+        offs, ons = off.cpu_per_request[kind], on.cpu_per_request[kind]
+        a, b = statistics.median(offs), statistics.median(ons)
+        per_round = [y / x for x, y in zip(offs, ons) if x]
+        print(f"| {kind} | {a:.1f} | {b:.1f} | {b / a:.3f} | {statistics.median(per_round):.3f} "
+              f"[{min(per_round):.3f}..{max(per_round):.3f}] |")
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python bench/run.py [--quick] [--rounds N] [--only PREFIX ...] [--brokers kafka-compat,tansu]
                         [--brokers kafka-compat,kafka-compat+metrics]
-                        [--profile DIR]
+                        [--profile DIR] [--paired [--tolerance 0.05]]
 
 Each round starts every broker fresh, in turn (the order alternates between
 rounds), and runs the same workloads against it with confluent-kafka:
@@ -22,7 +22,20 @@ time: on 2 shared cores these say which side is the limit. A client thread near 
 (librdkafka's broker thread compressing lz4, or the Python thread calling produce())
 caps the run whatever the broker does.
 Prints a table of medians over rounds and one JSON line per scenario with the
-kafka-compat/Tansu ratios. `--quick` runs a tenth of the records in one round.
+kafka-compat/Tansu ratios.
+
+`--paired` is for an A/B of two builds or settings, the cost of metrics above all:
+
+    python bench/run.py --paired --rounds 5 --brokers kafka-compat,kafka-compat+metrics
+
+starts both at once each round and runs every scenario on one then the other, the
+order alternating (A B, B A, ...), so each pair of runs is seconds apart; it reports
+per scenario each round's ratio (second / first: MB/s, broker CPU per GB, e2e p99)
+as median [min..max] and whether the median is within --tolerance. A CPU ratio of a scenario in
+which either side used under half a CPU second is marked ~ and left out of that verdict: the
+kernel counts CPU time in 10 ms ticks. A full-scale round of both took 5 minutes here (load
+average 12-20), so `--rounds 5` is about 25 minutes. `--quick` runs a tenth of the records in one
+round: a smoke test, too short for a 5% verdict.
 `--profile DIR` records our broker with py-spy per scenario (summarise with
 bench/profile.py). Timing never runs in CI; tests/test_bench_smoke.py only
 checks that a tiny run completes.
@@ -150,45 +163,129 @@ def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dic
     try:
         warm_up(bootstrap, values, scenarios)
         for s in scenarios:
-            try:
-                state = prepare(s, bootstrap)
-            except Exception as e:           # reported, the other scenarios still run
-                results[s.name] = {"error": f"setup: {e}"}
-                continue
-            wait_quiet()
-            contender.profile(s.name)
-            try:
-                with Sampler(contender.pid) as sampler:
-                    own0 = client_cpu()
-                    r, nbytes = run_scenario(s, bootstrap, values, state)
-                    own = client_cpu() - own0
-            except Exception as e:
-                results[s.name] = {"error": str(e)}
-                log(f"  {contender.name:13s} {s.name:32s} ERROR {e}")
-                continue
-            finally:
-                contender.end_profile()
-                if hasattr(state, "close"):
-                    state.close()
-                del state
-            seconds = r["seconds"]
-            if s.kind != "e2e":
-                r["records_per_s"] = s.count / seconds if seconds else float("nan")
-                r["mb_per_s"] = nbytes / seconds / 1e6 if seconds else float("nan")
-            r["cpu_s"] = sampler.cpu_seconds
-            r["cpu_s_per_gb"] = sampler.cpu_seconds / (nbytes / 1e9) if nbytes else float("nan")
-            r["sys_s_per_gb"] = sampler.system_seconds / (nbytes / 1e9) if nbytes else float("nan")
-            r["peak_rss_mb"] = sampler.peak_rss / 1e6
-            # the client's side of the same work: this process (librdkafka's threads included) and
-            # the fleet's processes, which report their own
-            r["client_cpu_s_per_gb"] = (own + r.pop("client_cpu_s", 0.0)) / (nbytes / 1e9) if nbytes else float("nan")
-            # seconds per second the broker's threads sat runnable without a CPU (over 1 with threads)
-            r["broker_cpu_wait_share"] = sampler.wait_seconds / seconds if seconds else float("nan")
-            results[s.name] = r
-            log(f"  {contender.name:13s} {s.name:32s} " + summary(r))
+            results[s.name] = run_one(contender, bootstrap, s, values, log)
     finally:
         contender.stop()
     return results
+
+
+def run_one(contender, bootstrap: str, s: Scenario, values: Values, log) -> dict:
+    """One scenario on one running contender: set-up, the timed part under the sampler, its figures."""
+    try:
+        state = prepare(s, bootstrap)
+    except Exception as e:           # reported, the other scenarios still run
+        return {"error": f"setup: {e}"}
+    wait_quiet()
+    contender.profile(s.name)
+    try:
+        with Sampler(contender.pid) as sampler:
+            own0 = client_cpu()
+            r, nbytes = run_scenario(s, bootstrap, values, state)
+            own = client_cpu() - own0
+    except Exception as e:
+        log(f"  {contender.name:13s} {s.name:32s} ERROR {e}")
+        return {"error": str(e)}
+    finally:
+        contender.end_profile()
+        if hasattr(state, "close"):
+            state.close()
+        del state
+    seconds = r["seconds"]
+    if s.kind != "e2e":
+        r["records_per_s"] = s.count / seconds if seconds else float("nan")
+        r["mb_per_s"] = nbytes / seconds / 1e6 if seconds else float("nan")
+    r["cpu_s"] = sampler.cpu_seconds
+    r["cpu_s_per_gb"] = sampler.cpu_seconds / (nbytes / 1e9) if nbytes else float("nan")
+    r["sys_s_per_gb"] = sampler.system_seconds / (nbytes / 1e9) if nbytes else float("nan")
+    r["peak_rss_mb"] = sampler.peak_rss / 1e6
+    # the client's side of the same work: this process (librdkafka's threads included) and
+    # the fleet's processes, which report their own
+    r["client_cpu_s_per_gb"] = (own + r.pop("client_cpu_s", 0.0)) / (nbytes / 1e9) if nbytes else float("nan")
+    # seconds per second the broker's threads sat runnable without a CPU (over 1 with threads)
+    r["broker_cpu_wait_share"] = sampler.wait_seconds / seconds if seconds else float("nan")
+    log(f"  {contender.name:13s} {s.name:32s} " + summary(r))
+    return r
+
+
+def run_paired(names: list[str], scenarios: list[Scenario], values: Values, rounds: int, profile_dir, log):
+    """Every contender of a round runs at once, fresh; each scenario then runs on one after the other,
+    the order alternating from scenario to scenario and round to round (A B, B A, A B...), so the two
+    runs of a pair are seconds apart and the machine's drift falls on both sides alike.
+
+    Returns {contender: {scenario: [one result per round]}}."""
+    raw: dict[str, dict[str, list]] = {n: {} for n in names}
+    for r in range(rounds):
+        t0 = time.monotonic()
+        contenders = [make_contender(n, profile_dir) for n in names]
+        try:
+            bootstraps = [c.start() for c in contenders]
+            for c, b in zip(contenders, bootstraps):
+                warm_up(b, values, scenarios)
+            for i, s in enumerate(scenarios):
+                order = list(zip(contenders, bootstraps))
+                if (r + i) % 2:
+                    order.reverse()
+                for c, b in order:
+                    raw[c.name].setdefault(s.name, []).append(run_one(c, b, s, values, log))
+        finally:
+            for c in contenders:
+                c.stop()
+        log(f"round {r + 1}/{rounds} ({time.monotonic() - t0:.0f} s, load average {os.getloadavg()[0]:.1f})")
+    return raw
+
+
+PAIRED_FIGURES = (("mb_per_s", "MB/s"), ("cpu_s_per_gb", "CPU s/GB"), ("p99_ms", "p99 ms"))
+# The kernel counts a process's CPU time in 10 ms ticks: below this many seconds a side's CPU figure is
+# coarser than 2%, and its ratio is shown (with ~) but left out of the verdict.
+CPU_RESOLVED_S = 0.5
+
+
+def report_paired(scenarios: list[Scenario], raw: dict[str, dict[str, list]], names: list[str],
+                  tolerance: float, loads: tuple[float, float]) -> bool:
+    """Per scenario and pair, the ratio of each round's two runs: median [min..max] over the rounds, and
+    whether the median is within ``tolerance`` (the better side counts as within). True if all are."""
+    base, others = names[0], names[1:]
+    print()
+    print(f"# {platform.node()} {os.cpu_count()} cores, python {platform.python_version()}, librdkafka "
+          f"{workloads.__dict__.get('LIBVERSION', '')}; paired rounds, load average {loads[0]:.1f} at the start, "
+          f"{loads[1]:.1f} at the end")
+    ok, lines = True, []
+    for other in others:
+        print()
+        print("| scenario | rounds | " + " | ".join(f"{label} {short(other)}/{short(base)}"
+                                                    for _, label in PAIRED_FIGURES) + f" | within {tolerance:.0%} |")
+        print("|" + "---|" * (len(PAIRED_FIGURES) + 3))
+        for s in scenarios:
+            pairs = [(a, b) for a, b in zip(raw[base].get(s.name, []), raw[other].get(s.name, []))
+                     if "error" not in a and "error" not in b]
+            cells, line = [], {"scenario": s.name, "pair": f"{other}/{base}", "rounds": len(pairs)}
+            lines.append(line)
+            within = bool(pairs)
+            for key, _ in PAIRED_FIGURES:
+                q = [b[key] / a[key] for a, b in pairs if a.get(key) and key in b]
+                if not q:
+                    cells.append("-")
+                    continue
+                med = statistics.median(q)
+                coarse = key == "cpu_s_per_gb" and any(min(a["cpu_s"], b["cpu_s"]) < CPU_RESOLVED_S
+                                                       for a, b in pairs)
+                cells.append(f"{'~' if coarse else ''}{med:.3f} [{min(q):.3f}..{max(q):.3f}]")
+                line[f"ratio_{key}"] = round(med, 4)
+                line[f"ratio_{key}_min"], line[f"ratio_{key}_max"] = round(min(q), 4), round(max(q), 4)
+                if coarse:
+                    line[f"ratio_{key}_coarse"] = True
+                    continue
+                worse = 1 / med if key == "mb_per_s" else med      # more MB/s is better, less CPU or p99
+                within = within and worse <= 1 + tolerance
+            line["within"] = within
+            ok = ok and within
+            print(f"| {s.name} | {len(pairs)} | " + " | ".join(cells) + f" | {'yes' if within else 'NO'} |")
+    print()
+    for line in lines:
+        print(json.dumps(line))
+    print(f"# {'every' if ok else 'NOT every'} scenario within {tolerance:.0%} (median of the paired ratios; "
+          f"~: a side used under {CPU_RESOLVED_S} CPU s, too few 10 ms ticks to judge, not counted)")
+    return ok
 
 
 def client_cpu() -> float:
@@ -319,6 +416,12 @@ def main(argv=None) -> int:
                          "turns the Prometheus endpoint on and scrapes it every 5 s (kafka-compat,kafka-compat+metrics "
                          "measures what metrics cost)")
     ap.add_argument("--profile", metavar="DIR", help="py-spy each kafka-compat scenario into DIR")
+    ap.add_argument("--paired", action="store_true",
+                    help="run the contenders of a round at once, each scenario on one after the other (order "
+                         "alternating), and report each round's ratio against the first contender: median "
+                         "[min..max]; for an A/B such as --brokers kafka-compat,kafka-compat+metrics")
+    ap.add_argument("--tolerance", type=float, default=0.05,
+                    help="with --paired: the largest cost a median ratio may show (default 0.05)")
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
     scale = args.scale or (0.1 if args.quick else 1.0)
@@ -339,6 +442,11 @@ def main(argv=None) -> int:
     for s in scenarios:      # made before any broker starts, so no scenario's client CPU pays for them
         if s.kind in ("produce", "partitions"):
             values.get(s.count, s.size)
+    if args.paired:
+        load0 = os.getloadavg()[0]
+        raw = run_paired(names, scenarios, values, args.rounds, args.profile, log)
+        report_paired(scenarios, raw, names, args.tolerance, (load0, os.getloadavg()[0]))
+        return 1 if any("error" in r for per in raw.values() for rs in per.values() for r in rs) else 0
     raw: dict[str, dict[str, list]] = {n: {} for n in names}
     for r in range(args.rounds):
         order = names if r % 2 == 0 else names[::-1]

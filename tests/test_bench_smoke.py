@@ -40,3 +40,19 @@ def test_bench_minimal_scenario():
     assert "error" not in fleet and fleet["mb_per_s"] > 0 and fleet["client_processes"] >= 1
     # the fleet's processes report their own CPU, so the client's side of the work is measured too
     assert fleet["client_cpu_s_per_gb"] > 0 and fleet["broker_cpu_wait_share"] >= 0
+
+
+def test_bench_paired_metrics_on_against_off():
+    """--paired: both contenders run each scenario every round, and each scenario gets its per-round ratios."""
+    out = subprocess.run([sys.executable, "bench/run.py", "--paired", "--brokers", "kafka-compat,kafka-compat+metrics",
+                          "--rounds", "2", "--scale", "0.001", "--only", "produce-1KiB-acks1-none",
+                          "consume-1KiB-acks1-none"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {d["scenario"]: d for d in map(json.loads, (line for line in out.stdout.splitlines()
+                                                        if line.startswith("{")))}
+    assert set(lines) == {"produce-1KiB-acks1-none", "consume-1KiB-acks1-none"}
+    for line in lines.values():
+        assert line["pair"] == "kafka-compat+metrics/kafka-compat" and line["rounds"] == 2
+        assert line["ratio_mb_per_s_min"] <= line["ratio_mb_per_s"] <= line["ratio_mb_per_s_max"]
+        assert line.get("ratio_cpu_s_per_gb_coarse", True)     # a thousand records: far below half a CPU second
+    assert "round 2/2" in out.stderr and "kafka-compat+metrics" in out.stderr

@@ -183,12 +183,14 @@ def test_zookeeper_store_as_kafka_keeps_it_and_changes_reach_another_broker(zook
             managers.append(m)
         one, two = managers
         await one.change("clients", "app%201", {"producer_byte_rate": "2048"})
-        await one.change("users", "alice/clients/<default>", {"consumer_byte_rate": "4096"})
+        await one.change("users", "alice/clients/<default>", {"consumer_byte_rate": "4096",
+                                                               "controller_mutation_rate": "2.5"})
         await one.change("brokers", "<default>", {"log.retention.ms": "123456"})
 
         def seen():
             return (two.quotas.produce.quota("ANONYMOUS", "app 1") == 2048.0 and
                     two.quotas.fetch.quota("alice", "any") == 4096.0 and
+                    two.quotas.controller_mutation.quota("alice", "any") == 2.5 and
                     two.broker_config.config["log.retention.ms"] == 123456)
         deadline = time.monotonic() + TIMEOUT
         while not seen() and time.monotonic() < deadline:
@@ -206,8 +208,8 @@ def test_zookeeper_store_as_kafka_keeps_it_and_changes_reach_another_broker(zook
         def data(path):
             return json.loads(raw.get("/kafka" + path)[0])
         assert data("/config/clients/app%201") == {"version": 1, "config": {"producer_byte_rate": "2048"}}
-        assert data("/config/users/alice/clients/<default>") == {"version": 1,
-                                                                 "config": {"consumer_byte_rate": "4096"}}
+        assert data("/config/users/alice/clients/<default>") == {"version": 1, "config": {
+            "consumer_byte_rate": "4096", "controller_mutation_rate": "2.5"}}
         assert data("/config/brokers/<default>") == {"version": 1, "config": {"log.retention.ms": "123456"}}
         changes = sorted(raw.get_children("/kafka/config/changes"))
         assert [data(f"/config/changes/{n}")["entity_path"] for n in changes] == [

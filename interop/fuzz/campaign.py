@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 
 from kafka_compat.history import History, Report, check
+from kafka_compat.server.client_quota_manager import CONTROLLER_MUTATION_RATE, DEFAULT
+from kafka_compat.server.config_store import LocalConfigStore
 from kafka_compat.testing import EmbeddedBroker
 
 from .companion import Companion
@@ -33,11 +35,12 @@ from .corpus import SASL_PASSWORD, SASL_USER, load_requests, sasl_plain_handshak
 from .mutate import Case, Mutator
 
 WRITE_TIMEOUT = 5.0                                              # a connection not read that long is dropped
-# The fuzzer's clients are all the ANONYMOUS user: one controller mutation bucket of a partition a second
-# (burst 11) bounds the topics its garbled CreateTopics and Metadata requests can make. A second
+# The fuzzer's clients are all the ANONYMOUS user: a default-user controller_mutation_rate quota of a
+# partition a second (a bucket of 11, KIP-599), stored before the broker starts as AlterClientQuotas would
+# store it, bounds the topics its garbled CreateTopics and Metadata requests can make. A second
 # listener takes SASL/PLAIN logins, for fuzzing in the middle of a handshake.
+DEFAULT_USER_QUOTAS = {CONTROLLER_MUTATION_RATE: "1.0"}
 DEFAULT_OVERRIDES = {
-    "controller.mutation.rate.default": "1",
     "sasl.enabled.mechanisms": "PLAIN",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config":
         'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -281,6 +284,9 @@ def run_campaign(frames: int, *, connections: int = 16, seed: int = 1, overrides
     seeds = [f for _, f in load_requests()]
     mutator = Mutator(seeds, random.Random(seed))
     data_dir = tempfile.mkdtemp(prefix="kafka-compat-fuzz-", dir=data_parent or memory_backed_dir())
+    logs = os.path.join(data_dir, "logs")
+    os.makedirs(logs)
+    LocalConfigStore(logs).change_entity_config("users", DEFAULT, DEFAULT_USER_QUOTAS)
     try:
         return _run(frames, connections, mutator, EmbeddedBroker({**DEFAULT_OVERRIDES, **(overrides or {})},
                                                                  data_dir=data_dir, listeners=LISTENERS),
@@ -331,7 +337,8 @@ def _run(frames, connections, mutator, broker, companion, companion_rate, progre
         if keep_log:
             shutil.copy(broker.log_path, keep_log)
         logs = os.path.join(broker.data_dir, "logs")
-        result.topics = len({d.rsplit("-", 1)[0] for d in os.listdir(logs) if "-" in d}) if os.path.isdir(logs) else 0
+        result.topics = len({d.rsplit("-", 1)[0] for d in os.listdir(logs)
+                             if "-" in d and os.path.isdir(os.path.join(logs, d))}) if os.path.isdir(logs) else 0
     return result
 
 

@@ -71,7 +71,7 @@ from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
 from .control_requests import ControlRequestsApi
-from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
+from .controller_mutation_quota import ControllerMutationQuotaManager
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi
@@ -512,9 +512,7 @@ class Broker:
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
         auth = AuthHelper(self.authorizer)
-        quotas = ControllerMutationQuotaManager(default_user_quota(cfg["controller.mutation.rate.default"]),
-                                                window_num=cfg["controller.quota.window.num"],
-                                                window_size_seconds=cfg["controller.quota.window.size.seconds"])
+        quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg)),
             ProduceApi(rm, cache, self.quotas, auth, self.txn_coordinator.handle_verify_partitions

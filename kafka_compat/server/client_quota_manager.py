@@ -79,7 +79,15 @@ def principal_user(connection) -> str:
         name = str(principal)
         if ":" in name:                           # "User:alice"
             name = name.split(":", 1)[1]
-    return sanitize(name)
+    sanitized = _SANITIZED.get(name)
+    if sanitized is None:
+        if len(_SANITIZED) >= 10_000:             # bounded: user names come from the network
+            _SANITIZED.clear()
+        sanitized = _SANITIZED[name] = sanitize(name)
+    return sanitized
+
+
+_SANITIZED: dict[str, str] = {}                   # user name -> sanitize(name): every quota check asks
 
 
 class QuotaEntity(NamedTuple):
@@ -187,14 +195,12 @@ class ClientQuotaManager:
         self.clock = clock
         self.overrides: dict[QuotaEntity, float] = {}
         self.quota_types_enabled = NO_QUOTAS
+        # once any quota was configured for this type, usage is recorded (until a restart), as in Kafka;
+        # a plain attribute, read for every produce and fetch
+        self.enabled = False
         self.sensors: dict[tuple[str, str], ClientSensors] = {}
         self._version = 0
         self._next_expiry_check = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Once any quota was configured for this type, usage is recorded (until a restart), as in Kafka."""
-        return self.quota_types_enabled != NO_QUOTAS
 
     # -- configuration ------------------------------------------------------------------------
     def update_quota(self, user: str | None, client_id: str | None, bound: float | None) -> None:
@@ -204,6 +210,7 @@ class ClientQuotaManager:
             self.quota_types_enabled |= USER_CLIENT_ID_QUOTAS if client_id is not None else USER_QUOTAS
         elif client_id is not None:
             self.quota_types_enabled |= CLIENT_ID_QUOTAS
+        self.enabled = self.quota_types_enabled != NO_QUOTAS
         if bound is None:
             if self.overrides.pop(entity, None) is not None:
                 log.info("removing %s quota for %s", self.quota_type, _describe(entity))
@@ -341,16 +348,24 @@ class ClientRequestQuotaManager(ClientQuotaManager):
 
 
 class QuotaManagers:
-    """Kafka's QuotaFactory.QuotaManagers: the produce, fetch and request quotas of this broker."""
+    """Kafka's QuotaFactory.QuotaManagers: the produce, fetch, request and controller mutation quotas of this
+    broker. The controller mutation manager only resolves an entity's controller_mutation_rate and records
+    what it mutated (for the metrics); its token buckets are controller_mutation_quota.py's."""
 
-    def __init__(self, *, samples: int = 11, window_seconds: int = 1, clock=now_ms):
+    def __init__(self, *, samples: int = 11, window_seconds: int = 1, controller_samples: int = 11,
+                 controller_window_seconds: int = 1, clock=now_ms):
         self.produce = ClientQuotaManager("Produce", samples=samples, window_seconds=window_seconds, clock=clock)
         self.fetch = ClientQuotaManager("Fetch", samples=samples, window_seconds=window_seconds, clock=clock)
         self.request = ClientRequestQuotaManager(samples=samples, window_seconds=window_seconds, clock=clock)
+        self.controller_mutation = ClientQuotaManager("ControllerMutation", samples=controller_samples,
+                                                      window_seconds=controller_window_seconds, clock=clock)
+        self.controller_mutation.metric_name = "mutation-rate"
 
     @classmethod
     def from_config(cls, config) -> "QuotaManagers":
-        return cls(samples=config["quota.window.num"], window_seconds=config["quota.window.size.seconds"])
+        return cls(samples=config["quota.window.num"], window_seconds=config["quota.window.size.seconds"],
+                   controller_samples=config["controller.quota.window.num"],
+                   controller_window_seconds=config["controller.quota.window.size.seconds"])
 
     def request_throttle_ms(self, request, user: str) -> int:
         """Charge a request's handler time so far to the request quota: the throttle that earns, or 0."""
@@ -361,13 +376,14 @@ class QuotaManagers:
                                                        self.request.percentage(nanos))
 
     def all(self) -> tuple[ClientQuotaManager, ...]:
-        return self.produce, self.fetch, self.request
+        return self.produce, self.fetch, self.request, self.controller_mutation
 
     def update_entity(self, user: str | None, client_id: str | None, configs: dict[str, str]) -> None:
         """An entity's quota configs changed (Kafka's ClientIdConfigHandler / UserConfigHandler): every
         manager takes its key, or loses its quota when the key is gone."""
         for manager, key in ((self.produce, PRODUCER_BYTE_RATE), (self.fetch, CONSUMER_BYTE_RATE),
-                             (self.request, REQUEST_PERCENTAGE)):
+                             (self.request, REQUEST_PERCENTAGE),
+                             (self.controller_mutation, CONTROLLER_MUTATION_RATE)):
             value = configs.get(key)
             manager.update_quota(user, client_id, float(value) if value is not None else None)
 

@@ -5,9 +5,10 @@ default entity. Quotas are stored as Kafka stores them (see config_store.py)
 and applied through the DynamicConfigManager. Validation is Kafka's: the entity
 types and their combination, non-empty names, known keys, values above 0, byte
 rates integral, no key twice; an invalid entry fails alone with INVALID_REQUEST
-and Kafka's message. controller_mutation_rate and connection_creation_rate are
-accepted and stored like the others but not enforced (CreateTopics and new
-connections are not throttled).
+and Kafka's message. controller_mutation_rate is enforced on CreateTopics,
+CreatePartitions and DeleteTopics (controller_mutation_quota.py);
+connection_creation_rate is accepted and stored like the others but not
+enforced (new connections are not throttled).
 """
 from __future__ import annotations
 

@@ -185,11 +185,9 @@ BROKER_CONFIG_DEF = (
     .define("max.incremental.fetch.session.cache.slots", INT, 1000, at_least(0), MEDIUM,
             "Incremental fetch sessions kept at once.")
     .define("delete.topic.enable", BOOLEAN, True, None, HIGH, "Allow DeleteTopics; when false it fails.")
-    # the controller mutation quota (KIP-599)
+    # the controller mutation quota (KIP-599; the quotas themselves are client quotas: controller_mutation_rate)
     .define("controller.quota.window.num", INT, 11, at_least(1), LOW, "Samples of the controller mutation rate.")
     .define("controller.quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each of those samples.")
-    .define("controller.mutation.rate.default", DOUBLE, None, None, MEDIUM,
-            "Partitions per second a user may create or delete; unset: no quota (not a Kafka key).")
     .define(*_from_topic("compression.type", HIGH))
     .define(*_from_topic("compression.gzip.level", MEDIUM))
     .define(*_from_topic("compression.lz4.level", MEDIUM))

@@ -19,8 +19,8 @@ neither metrics nor a request quota, requests pass straight through.
 """
 from __future__ import annotations
 
-import asyncio
-import time
+from time import monotonic
+from types import CoroutineType
 
 from .client_quota_manager import ClientRequestQuotaManager, QuotaManagers, principal_user
 from .fetch import replica_id_of
@@ -36,25 +36,30 @@ class RequestChannel:
         self._handle = handle
         self.quotas = quotas
         self.metrics: dict[str, RequestMetrics] | None = {} if metrics else None
+        # each API key's RequestMetrics, made at its first request: a list index per request, no name lookup
+        self._by_key: list[RequestMetrics | None] = [None] * 128
 
     def handle(self, request, connection):
         """Run the handler: its response body, an awaitable of one, or None."""
         if self.metrics is None and not self.quotas.request.enabled:
             return self._handle(request, connection)            # nothing to time
         request.received_at = connection.last_active
-        request.dequeued_at = time.monotonic()
+        request.dequeued_at = monotonic()
         result = self._handle(request, connection)
-        if asyncio.iscoroutine(result):
-            request.local_done_at = time.monotonic()
+        if type(result) is CoroutineType:                       # an async handler's (asyncio.iscoroutine)
+            request.local_done_at = monotonic()
             return self._remote(request, connection, result)
-        request.local_done_at = request.remote_done_at = time.monotonic()
+        request.local_done_at = request.remote_done_at = monotonic()
         if request.throttle_time_ms < 0:
-            self._request_quota(request, connection, result)
+            if self.quotas.request.enabled:
+                self._request_quota(request, connection, result)
+            else:
+                request.throttle_time_ms = 0
         return result
 
     async def _remote(self, request, connection, waiting):
         result = await waiting
-        request.remote_done_at = time.monotonic()
+        request.remote_done_at = monotonic()
         if request.throttle_time_ms < 0:
             self._request_quota(request, connection, result)
         return result
@@ -77,9 +82,15 @@ class RequestChannel:
         throttle = request.throttle_time_ms
         if not request.dequeued_at:                             # not timed (see handle)
             return throttle / 1000.0 if throttle > 0 else 0.0
-        now = time.monotonic()
+        now = monotonic()
         if self.metrics is not None:
-            self._record(request, now, throttle if throttle > 0 else 0)
+            # inline, as it runs for every request: the request type's RequestMetrics, by API key
+            key = request.api_key
+            m = self._by_key[key] if key != FETCH and key < 128 else None
+            if m is None:
+                m = self._metrics_of(request)
+            m.record(request.api_version, request.received_at or request.dequeued_at, request.dequeued_at,
+                     request.local_done_at, request.remote_done_at or now, now, throttle if throttle > 0 else 0)
         quota = self.quotas.request
         if quota.enabled and request.api_key not in EXEMPT_FROM_REQUEST_QUOTA and request.remote_done_at:
             # the network thread's share of the request quota, as Kafka's recordNetworkThreadTimeCallback
@@ -87,16 +98,22 @@ class RequestChannel:
                                      ClientRequestQuotaManager.percentage(int((now - request.remote_done_at) * 1e9)))
         return throttle / 1000.0 if throttle > 0 else 0.0
 
-    def _record(self, request, now: float, throttle_ms: int) -> None:
-        name = request.info.name
-        if request.api_key == FETCH:
-            name = "FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer"   # "Fetch": their sum
+    def _metrics_of(self, request) -> RequestMetrics:
+        """The RequestMetrics a request counts under: Fetch by who fetches, the others by API key (cached)."""
+        key = request.api_key
+        if key == FETCH:
+            # "Fetch" is their sum (snapshot)
+            return self._metrics_for("FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer")
+        m = self._metrics_for(request.info.name)
+        if key < 128:
+            self._by_key[key] = m
+        return m
+
+    def _metrics_for(self, name: str) -> RequestMetrics:
         m = self.metrics.get(name)
         if m is None:
             m = self.metrics[name] = RequestMetrics(name)
-        received = request.received_at or request.dequeued_at
-        m.record(request.api_version, received, request.dequeued_at, request.local_done_at,
-                 request.remote_done_at or now, now, throttle_ms)
+        return m
 
     def snapshot(self) -> dict[str, dict]:
         """Every request type's counts and histograms, copied (for a scrape); Fetch sums both kinds."""
