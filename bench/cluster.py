@@ -8,7 +8,8 @@ Every comparison runs side by side in one run (the order alternating between rou
                on three brokers, against acks=1 on one broker (the single node): MB/s, and the brokers'
                CPU seconds per GB produced (all three brokers' CPU added up for the cluster)
   e2e          1,000 records/s for 10 s, acks=all, replication factor 3, the clients' default settings:
-               p50/p99/p99.9 from produce() to the consumer (which sees a record once the ISR has it)
+               p50/p99/p99.9 from produce() to the consumer (which sees a record once the ISR has it),
+               and the brokers' mean CPU share (a core = 1.0) over the run
   failover     an idempotent acks=all producer writes every 5 ms while the partition's leader is
                SIGKILLed (zookeeper.session.timeout.ms=6000): time from the kill to the first
                acknowledgement of a record produced after it; and SIGTERMed (controlled shutdown):
@@ -164,7 +165,11 @@ def e2e(seconds: float) -> dict:
         create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
         wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
         wait_quiet()
-        return workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+        cpu0 = cpu_seconds(c.pids)
+        out = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+        # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
+        out["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
+        return out
 
 
 class Acks:

@@ -90,8 +90,11 @@ class PlayedController:
     async def client(self) -> AsyncWireClient:
         return await AsyncWireClient.connect("127.0.0.1", self.broker.bound[0].port)
 
-    async def update_metadata(self, broker_epoch: int, extra_brokers=()):
+    async def update_metadata(self, broker_epoch: int, extra_brokers=(), leader: int | None = None,
+                              replicas: list[int] | None = None):
         b = self.broker
+        leader = b.broker_id if leader is None else leader
+        replicas = replicas or [b.broker_id]
         live = [UpdateMetadataRequest.UpdateMetadataBroker(id=b.broker_id, endpoints=[
             UpdateMetadataRequest.UpdateMetadataEndpoint(listener="PLAINTEXT", host="127.0.0.1",
                                                          port=b.bound[0].port, security_protocol=0)])]
@@ -99,8 +102,8 @@ class PlayedController:
             UpdateMetadataRequest.UpdateMetadataEndpoint(listener="PLAINTEXT", host="127.0.0.1", port=port,
                                                          security_protocol=0)]) for i, port in extra_brokers]
         state = UpdateMetadataRequest.UpdateMetadataPartitionState(
-            partition_index=0, controller_epoch=self.controller_epoch, leader=b.broker_id, leader_epoch=0,
-            isr=[b.broker_id], zk_version=0, replicas=[b.broker_id])
+            partition_index=0, controller_epoch=self.controller_epoch, leader=leader, leader_epoch=0,
+            isr=replicas, zk_version=0, replicas=replicas)
         body = UpdateMetadataRequest(controller_id=self.controller_id, controller_epoch=self.controller_epoch,
                                      broker_epoch=broker_epoch, live_brokers=live, topic_states=[
                                          UpdateMetadataRequest.UpdateMetadataTopicState(
@@ -111,17 +114,20 @@ class PlayedController:
         finally:
             await c.close()
 
-    async def lead_here(self, broker_epoch: int, leader_epoch: int = 0):
+    async def lead_here(self, broker_epoch: int, leader_epoch: int = 0, leader: int | None = None,
+                        replicas: list[int] | None = None):
         b = self.broker
+        leader = b.broker_id if leader is None else leader
+        replicas = replicas or [b.broker_id]
         body = LeaderAndIsrRequest(controller_id=self.controller_id, controller_epoch=self.controller_epoch,
                                    broker_epoch=broker_epoch, type=1, topic_states=[
                                        LeaderAndIsrRequest.LeaderAndIsrTopicState(
                                            topic_name="t", topic_id=TOPIC_ID, partition_states=[
                                                LeaderAndIsrRequest.LeaderAndIsrPartitionState(
                                                    partition_index=0, controller_epoch=self.controller_epoch,
-                                                   leader=b.broker_id, leader_epoch=leader_epoch,
-                                                   isr=[b.broker_id], partition_epoch=leader_epoch,
-                                                   replicas=[b.broker_id], is_new=True)])])
+                                                   leader=leader, leader_epoch=leader_epoch,
+                                                   isr=replicas, partition_epoch=leader_epoch,
+                                                   replicas=replicas, is_new=True)])])
         c = await self.client()
         try:
             return (await c.call(4, 7, body)).error_code
@@ -310,13 +316,19 @@ class ShutdownController:
         writer.close()
 
 
+async def shutting_down_broker(tmp_path, zk_server, chroot):
+    """A started broker with controlled shutdown on, and the ShutdownController it will ask (and its server)."""
+    fake = ShutdownController()
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
+    b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
+                                                      "controlled.shutdown.retry.backoff.ms": 50}))
+    await b.start()
+    return fake, server, b
+
+
 def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path, zk_server, chroot):
     async def scenario():
-        fake = ShutdownController()
-        server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
-        b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
-                                                          "controlled.shutdown.retry.backoff.ms": 50}))
-        await b.start()
+        fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
         epoch = b.registration.epoch
         await PlayedController(b, controller_id=9).update_metadata(
             epoch, extra_brokers=[(9, server.sockets[0].getsockname()[1])])
@@ -326,6 +338,37 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 
     requests, epoch = run(scenario())
     assert requests == [(3, 0, epoch), (3, 0, epoch)]
+
+
+def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_server, chroot):
+    """Once the controller says nothing is left to move, the broker still answers until the LeaderAndIsr and
+    UpdateMetadata moving its replicated partition are here: an acks=all produce waiting on it hears
+    NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed."""
+    async def scenario():
+        fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
+        epoch = b.registration.epoch
+        played = PlayedController(b, controller_id=9)
+        other = [(9, server.sockets[0].getsockname()[1])]
+        await played.update_metadata(epoch, extra_brokers=other, replicas=[0, 9])
+        await played.lead_here(epoch, replicas=[0, 9])
+        stopping = asyncio.create_task(b.stop())
+        await until(lambda: len(fake.requests) >= 2, what="the controller to say nothing is left")
+        as_leader = await produce(b, b"x")                 # the move has not arrived: still the leader
+        # acks=all waits for replica 9, which never fetches, until the move makes this broker a follower
+        waiting = asyncio.create_task(produce(b, b"y", acks=-1))
+        partition = b.replica_manager.get_partition("t", 0)
+        await until(lambda: partition.log_end_offset == 2, what="the acks=all record to be appended")
+        await played.lead_here(epoch, leader_epoch=1, leader=9, replicas=[0, 9])
+        moved = await asyncio.wait_for(waiting, 30)
+        try:            # if the LeaderAndIsr already moved it in the broker's metadata, it may be gone
+            await played.update_metadata(epoch, extra_brokers=other, leader=9, replicas=[0, 9])
+        except OSError:
+            pass
+        await asyncio.wait_for(stopping, 30)
+        server.close()
+        return as_leader, moved
+
+    assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 # ---------------------------------------------------------------- topic configs

@@ -683,6 +683,7 @@ class Broker:
                     log.info("controlled shutdown refused: %s", ErrorCode(response.error_code).name)
                 elif not response.remaining_partitions:
                     log.info("controlled shutdown succeeded: no partition left to move")
+                    await self._await_leadership_moved()
                     return True
                 else:
                     log.info("controlled shutdown: %d partitions still to move", len(response.remaining_partitions))
@@ -692,6 +693,15 @@ class Broker:
                 await asyncio.sleep(cfg["controlled.shutdown.retry.backoff.ms"] / 1000)
         log.warning("proceeding with an uncontrolled shutdown")
         return False
+
+    async def _await_leadership_moved(self, timeout_s: float = 5.0) -> None:
+        """Keep serving (bounded) until the controller's LeaderAndIsr and UpdateMetadata have moved our
+        partitions away: clients still sending here then get NOT_LEADER_OR_FOLLOWER and metadata naming the
+        new leaders, and move at once, instead of a closed connection and their reconnect backoff."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.replica_manager.leadership_to_move() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
 
     # ------------------------------------------------------------ data directories
     def _prepare_dirs(self, write: bool = True) -> str | None:

@@ -62,6 +62,13 @@ class DelayedFetch(DelayedOperation):
             if partition.leader_error(info.current_leader_epoch,
                                       require_leader=params.replica_id != -2) != ErrorCode.NONE:
                 return self.force_complete()
+            # the readable end as a plain offset first: on most checks it has not moved for most partitions
+            # (a follower's session names every partition it follows), and that needs no position
+            end_offset = (partition.log_end_offset if isolation == FetchIsolation.LOG_END
+                          else partition.high_watermark if isolation == FetchIsolation.HIGH_WATERMARK
+                          else partition.last_stable_offset)
+            if end_offset == start.message_offset:
+                continue
             snapshot = partition.fetch_offset_snapshot()
             end = (snapshot.log_end_offset if isolation == FetchIsolation.LOG_END
                    else snapshot.high_watermark if isolation == FetchIsolation.HIGH_WATERMARK

@@ -3,9 +3,9 @@
 The partition data's records are `FileRecords`: slices of segment files that
 the connection sends with `os.sendfile`, so record bytes never pass through
 Python. A fetch that finds fewer than MinBytes waits in the fetch purgatory
-(DelayedFetch) until an append brings enough or MaxWaitMs passes. Fetch
-sessions are declined (SessionId 0), which Kafka's protocol allows: clients then
-send full requests.
+(DelayedFetch) until an append brings enough or MaxWaitMs passes. Followers
+get incremental fetch sessions (fetch_session.py); consumers' requests for one
+are declined (SessionId 0), which Kafka's protocol allows: they send full requests.
 """
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from kafka_compat.storage.unified_log import FetchIsolation
 
 from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode
-from ..protocol.messages.fetch import FetchResponse
+from ..protocol.messages.fetch import FetchRequest, FetchResponse
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, READ, TOPIC, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_fetch import FetchParams, PartitionFetchInfo
+from .fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession, FetchSessionCache, next_epoch
 from .metadata_cache import MetadataCache
 from .registry import handles
 from .replica_manager import ReplicaManager
@@ -64,8 +65,9 @@ def replica_id_of(request) -> int:
 class FetchApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  quotas: QuotaManagers | None = None, broker_topic_stats: BrokerTopicStats | None = None,
-                 auth: AuthHelper = NO_AUTHORIZER):
+                 auth: AuthHelper = NO_AUTHORIZER, sessions: FetchSessionCache | None = None):
         self.replica_manager = replica_manager
+        self.sessions = FetchSessionCache() if sessions is None else sessions
         self.metadata_cache = metadata_cache
         self.quotas = quotas or QuotaManagers()
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
@@ -89,9 +91,12 @@ class FetchApi:
                              min_one_message_always=v < 3)
         auth = self.auth
         follower_denied = replica_id >= 0 and not auth.authorize_cluster(request, CLUSTER_ACTION)
-        names = []              # per request topic: its name, None for an unknown topic id, DENIED if refused
+        topics, session, error = self._session(request, replica_id >= 0 and not follower_denied)
+        if error:
+            return FetchResponse(throttle_time_ms=0, error_code=error, session_id=0, responses=[])
+        names = []              # per topic: its name, None for an unknown topic id, DENIED if refused
         fetches = []
-        for t in req.topics:
+        for t in topics:
             name = t.topic
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
@@ -109,13 +114,71 @@ class FetchApi:
                     p.last_fetched_epoch if v >= 12 else -1, p.log_start_offset if v >= 5 else -1)))
         results = self.replica_manager.fetch_messages(params, fetches)
         if isinstance(results, asyncio.Future):
-            return self._respond_later(request, names, results)
-        return self._respond(request, names, results)
+            return self._respond_later(request, topics, names, results, session)
+        return self._respond(request, topics, names, results, session)
 
-    async def _respond_later(self, request, names, future):
-        return self._respond(request, names, await future)
+    def _session(self, request, may_have_session: bool):
+        """Kafka's FetchManager.newContext: (the topics to read, the session or None, a top-level error).
 
-    def _respond(self, request, names, results) -> FetchResponse:
+        Epoch -1 is a full request without a session, 0 a full request that opens one (either closes the
+        session it names); a later epoch is an incremental request of that session: its partitions update
+        the session's, its forgotten ones leave it, and every partition of the session is read.
+        """
+        req = request.body
+        if request.api_version < 7:
+            return req.topics, None, ErrorCode.NONE
+        epoch, session_id = req.session_epoch, req.session_id
+        uses_ids = request.api_version >= 13
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if session_id:
+                self.sessions.remove(session_id)
+            session = self.sessions.create(uses_ids) if epoch == INITIAL_EPOCH and may_have_session else None
+            if session is not None:
+                self._update(session, req)
+            return req.topics, session, ErrorCode.NONE
+        session = self.sessions.get(session_id)
+        if session is None:
+            return None, None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        if session.epoch != epoch:
+            return None, None, ErrorCode.INVALID_FETCH_SESSION_EPOCH
+        if session.uses_topic_ids != uses_ids:
+            self.sessions.remove(session_id)
+            return None, None, ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+        self._update(session, req)
+        for t in req.forgotten_topics_data:
+            topic = t.topic_id if uses_ids else t.topic
+            for index in t.partitions:
+                session.partitions.pop((topic, index), None)
+        session.epoch = next_epoch(epoch)
+        topics: list = []
+        last = None
+        for (topic, index), cached in session.partitions.items():
+            if topic != last:
+                topics.append(FetchRequest.FetchTopic(topic=topic, topic_id=topic, partitions=[]) if uses_ids
+                              else FetchRequest.FetchTopic(topic=topic, partitions=[]))
+                last = topic
+            topics[-1].partitions.append(cached.request)
+        return topics, session, ErrorCode.NONE
+
+    @staticmethod
+    def _update(session: FetchSession, req) -> None:
+        uses_ids = session.uses_topic_ids
+        partitions = session.partitions
+        for t in req.topics:
+            topic = t.topic_id if uses_ids else t.topic
+            for p in t.partitions:
+                cached = partitions.get((topic, p.partition))
+                if cached is None:
+                    partitions[(topic, p.partition)] = CachedPartition(p)
+                else:
+                    cached.request = p
+
+    async def _respond_later(self, request, topics, names, future, session):
+        return self._respond(request, topics, names, await future, session)
+
+    def _respond(self, request, topics, names, results, session: FetchSession | None = None) -> FetchResponse:
+        """The response for ``topics`` (the request's, or an incremental session's): in an incremental
+        response only the partitions Kafka's CachedPartition says must be there."""
         req = request.body
         v = request.api_version
         from_follower = replica_id_of(request) >= 0
@@ -124,49 +187,61 @@ class FetchApi:
         if throttle:
             # KIP-219: a throttled fetch is answered at once, empty, and the connection muted
             return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
-        stats = self.broker_topic_stats
         committed = req.isolation_level == READ_COMMITTED if v >= 4 else False
         out_topics = []
         i = 0
-        for t, name in zip(req.topics, names):
+        incremental = session is not None and req.session_epoch > INITIAL_EPOCH
+        cache = session.partitions if session is not None else None
+        for t, name in zip(topics, names):
             parts = []
+            topic_key = (t.topic_id if session.uses_topic_ids else t.topic) if session is not None else None
             for p in t.partitions:
-                pd = PartitionData(partition_index=p.partition, high_watermark=-1, last_stable_offset=-1,
-                                   log_start_offset=-1, aborted_transactions=[] if committed else None,
-                                   preferred_read_replica=-1, records=b"")
+                if name is None or name is DENIED:
+                    pd = PartitionData(partition_index=p.partition, high_watermark=-1, last_stable_offset=-1,
+                                       log_start_offset=-1, aborted_transactions=[] if committed else None,
+                                       preferred_read_replica=-1, records=b"",
+                                       error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                                       else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                else:
+                    pd = self._partition_data(v, name, p.partition, results[i], committed, from_follower)
+                    i += 1
+                if cache is not None:
+                    cached = cache.get((topic_key, p.partition))
+                    if cached is not None and not cached.must_respond(
+                            pd.error_code, pd.high_watermark, pd.log_start_offset, bool(len(pd.records)),
+                            pd.diverging_epoch.epoch >= 0) and incremental:
+                        continue
                 parts.append(pd)
-                if name is None:
-                    pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-                    continue
-                if name is DENIED:
-                    pd.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    continue
-                r = results[i]
-                i += 1
-                pd.error_code = r.error_code
-                if r.error_code and r.high_watermark < 0:
-                    continue
-                pd.high_watermark = r.high_watermark
-                pd.last_stable_offset = r.last_stable_offset
-                pd.log_start_offset = r.log_start_offset
-                if r.diverging_epoch is not None:
-                    pd.diverging_epoch = FetchResponse.EpochEndOffset(epoch=r.diverging_epoch[0],
-                                                                      end_offset=r.diverging_epoch[1])
-                    continue
-                info = r.info
-                if info is None:
-                    continue
-                if committed and info.aborted_transactions:
-                    pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id,
-                                                                  first_offset=a.first_offset)
-                                               for a in info.aborted_transactions]
-                size = info.records.size
-                if size:
-                    pd.records = self._records(v, info.records, size)
-                    stats.record_bytes_out(name, size, from_follower)
-            out_topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
-                                                                   partitions=parts))
-        return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=out_topics)
+            if parts or not incremental:
+                out_topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
+                                                                       partitions=parts))
+        return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                             session_id=session.id if session is not None else 0, responses=out_topics)
+
+    def _partition_data(self, v: int, name: str, index: int, r, committed: bool, from_follower: bool):
+        pd = PartitionData(partition_index=index, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                           aborted_transactions=[] if committed else None, preferred_read_replica=-1, records=b"",
+                           error_code=r.error_code)
+        if r.error_code and r.high_watermark < 0:
+            return pd
+        pd.high_watermark = r.high_watermark
+        pd.last_stable_offset = r.last_stable_offset
+        pd.log_start_offset = r.log_start_offset
+        if r.diverging_epoch is not None:
+            pd.diverging_epoch = FetchResponse.EpochEndOffset(epoch=r.diverging_epoch[0],
+                                                              end_offset=r.diverging_epoch[1])
+            return pd
+        info = r.info
+        if info is None:
+            return pd
+        if committed and info.aborted_transactions:
+            pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                       for a in info.aborted_transactions]
+        size = info.records.size
+        if size:
+            pd.records = self._records(v, info.records, size)
+            self.broker_topic_stats.record_bytes_out(name, size, from_follower)
+        return pd
 
     def _throttle(self, request, results) -> int:
         """Kafka's fetch quotas: the response's bytes against consumer_byte_rate and the handler time

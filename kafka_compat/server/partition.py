@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP
+from kafka_compat.storage.fetch_data_info import FetchDataInfo, FetchResult
 from kafka_compat.storage.local_log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -457,10 +458,15 @@ class Partition:
         # offsets are read before the data, so a concurrent append cannot make HW exceed what was read
         high_watermark, log_start, log_end, lso = (log.high_watermark, log.log_start_offset, log.log_end_offset,
                                                    log.last_stable_offset)
-        try:
-            info = log.read(fetch_offset, max_bytes, isolation, min_one_message)
-        except KafkaError as e:       # out of range: the offsets still tell the reader where to go
-            return LogReadResult(e.error_code, None, high_watermark, log_start, log_end, lso, error_message=str(e))
+        if from_follower and fetch_offset == log_end:
+            # a follower at our end, as most partitions of its session are on most fetches: nothing to read
+            info = FetchDataInfo(log.log_end_offset_metadata, FetchResult([], log_start, log_end), None)
+        else:
+            try:
+                info = log.read(fetch_offset, max_bytes, isolation, min_one_message)
+            except KafkaError as e:       # out of range: the offsets still tell the reader where to go
+                return LogReadResult(e.error_code, None, high_watermark, log_start, log_end, lso,
+                                     error_message=str(e))
         if from_follower:
             self._update_follower_fetch_state(replica_id, info.fetch_offset_metadata, log_start_offset, log_end)
         return LogReadResult(ErrorCode.NONE, info, high_watermark, log_start, log_end, lso)

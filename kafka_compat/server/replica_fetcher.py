@@ -18,6 +18,12 @@ offsets with ListOffsets: past its end we truncate to it (an unclean election),
 below its start we start over at its start. FENCED_LEADER_EPOCH stops the
 partition until a new LeaderAndIsr; NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
 and the rest are retried after replica.fetch.backoff.ms.
+
+Each fetcher keeps an incremental fetch session (KIP-227, Kafka's FetchSessionHandler)
+with its leader: after the first full request, a request names only the partitions
+whose fetch offset, epochs or log start changed and forgets the ones no longer
+fetched, and the answer holds only partitions with news. A session error, a failed
+request or a switch between topic ids and names starts a new session (epoch 0).
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.fetch import FetchRequest
 from ..protocol.messages.list_offsets import ListOffsetsRequest
 from ..protocol.primitives import ZERO_UUID
+from .fetch_session import INITIAL_EPOCH, next_epoch
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,8 @@ FETCH_VERSION_NAMES = 12           # topics by name (a topic without a known id)
 LIST_OFFSETS_VERSION = 7
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
 FETCHING, TRUNCATING = "Fetching", "Truncating"
+SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                  ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
 
 
 class BrokerEndPoint(NamedTuple):
@@ -132,6 +141,13 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.running = False
+        # the fetch session: its id (0: none), the epoch of the next request (0: open a new one), the
+        # version it was opened with, and what the leader holds for each partition in it
+        self.session_id = 0
+        self.session_epoch = INITIAL_EPOCH
+        self._session_version = -1
+        self._session_parts: dict[tuple[str, int], tuple] = {}
+        self._pending: tuple | None = None          # (incremental, {key: params sent}, forgotten keys)
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher({self.fetcher_id}, leader={self.leader.node_id}, {len(self.partitions)} partitions)"
@@ -235,31 +251,73 @@ class ReplicaFetcher:
             pass
 
     def build_fetch(self, now: float) -> tuple[FetchRequest, int, dict] | None:
-        """The Fetch for every ready partition: (request, version, {key: the state object it was built from})."""
+        """The Fetch for every ready partition: (request, version, {key: the state object it was built from}).
+
+        In an open session the request names only the partitions whose parameters differ from what the
+        leader holds, and forgets the session's partitions that are not ready now."""
         ready = {key: state for key, state in self.partitions.items() if state.ready(now)}
         if not ready:
             return None
         version = FETCH_VERSION if all(s.topic_id != ZERO_UUID for s in ready.values()) else FETCH_VERSION_NAMES
-        topics: dict[str, FetchRequest.FetchTopic] = {}
-        for (topic, index), state in ready.items():
-            offsets = self.rm.follower_offsets(topic, index)
-            entry = topics.get(topic)
-            if entry is None:
-                entry = topics[topic] = FetchRequest.FetchTopic(topic=topic, topic_id=state.topic_id, partitions=[])
-            entry.partitions.append(FetchRequest.FetchPartition(
-                partition=index, current_leader_epoch=state.current_leader_epoch, fetch_offset=state.fetch_offset,
-                last_fetched_epoch=state.last_fetched_epoch if state.last_fetched_epoch is not None else -1,
-                log_start_offset=offsets.log_start_offset if offsets is not None else -1,
-                partition_max_bytes=self.config.max_bytes))
+        wanted: dict[tuple[str, int], tuple] = {}
+        for key, state in ready.items():
+            offsets = self.rm.follower_offsets(*key)
+            wanted[key] = (state.topic_id, state.fetch_offset, state.current_leader_epoch,
+                           state.last_fetched_epoch if state.last_fetched_epoch is not None else -1,
+                           offsets.log_start_offset if offsets is not None else -1)
+        held = self._session_parts
+        incremental = self.session_id != 0 and self.session_epoch > INITIAL_EPOCH and version == self._session_version
+        if incremental:
+            send = [key for key, params in wanted.items() if held.get(key) != params]
+            forgotten = [key for key in held if key not in wanted]
+        else:
+            send, forgotten = list(wanted), []
         cfg = self.config
+        topics: dict[str, FetchRequest.FetchTopic] = {}
+        for key in send:
+            topic_id, fetch_offset, epoch, last_epoch, log_start = wanted[key]
+            entry = topics.get(key[0])
+            if entry is None:
+                entry = topics[key[0]] = FetchRequest.FetchTopic(topic=key[0], topic_id=topic_id, partitions=[])
+            entry.partitions.append(FetchRequest.FetchPartition(
+                partition=key[1], current_leader_epoch=epoch, fetch_offset=fetch_offset,
+                last_fetched_epoch=last_epoch, log_start_offset=log_start, partition_max_bytes=cfg.max_bytes))
+        forgotten_topics: dict[str, FetchRequest.ForgottenTopic] = {}
+        for key in forgotten:
+            entry = forgotten_topics.get(key[0])
+            if entry is None:
+                entry = forgotten_topics[key[0]] = FetchRequest.ForgottenTopic(topic=key[0], topic_id=held[key][0],
+                                                                               partitions=[])
+            entry.partitions.append(key[1])
         request = FetchRequest(replica_id=cfg.broker_id, max_wait_ms=cfg.max_wait_ms, min_bytes=cfg.min_bytes,
-                               max_bytes=cfg.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                               topics=list(topics.values()))
+                               max_bytes=cfg.response_max_bytes, isolation_level=0, session_id=self.session_id,
+                               session_epoch=self.session_epoch if incremental else INITIAL_EPOCH,
+                               topics=list(topics.values()), forgotten_topics_data=list(forgotten_topics.values()))
         if version >= 15:
             request.replica_state = FetchRequest.ReplicaState(replica_id=cfg.broker_id,
                                                               replica_epoch=self.broker_epoch())
+        self._pending = (incremental, version, wanted, forgotten)
         return request, version, {key: (state, state.fetch_offset, state.current_leader_epoch)
                                   for key, state in ready.items()}
+
+    def _session_answered(self, session_id: int) -> None:
+        """The leader answered the request built last: the session now holds what it was sent."""
+        incremental, version, wanted, forgotten = self._pending
+        if incremental:
+            self._session_parts.update(wanted)
+            for key in forgotten:
+                self._session_parts.pop(key, None)
+        else:
+            self._session_parts = dict(wanted) if session_id else {}
+            self._session_version = version
+        self.session_id = session_id
+        self.session_epoch = next_epoch(self.session_epoch if incremental else INITIAL_EPOCH) if session_id \
+            else INITIAL_EPOCH
+
+    def reset_session(self) -> None:
+        """Start over with a full request that closes the current session (Kafka's handleError)."""
+        self.session_epoch = INITIAL_EPOCH
+        self._session_parts = {}
 
     async def _fetch_once(self) -> None:
         now = time.monotonic()
@@ -274,14 +332,23 @@ class ReplicaFetcher:
         except asyncio.CancelledError:
             raise
         except Exception as e:
+            self.reset_session()
             if self.running:
                 log.info("fetch from broker %d failed: %s", self.leader.node_id, e)
                 self._delay(sent)
             return
         if response.error_code:
+            self.reset_session()
+            if response.error_code in SESSION_ERRORS:
+                log.info("fetch session %d with broker %d: %s; starting a new one", self.session_id,
+                         self.leader.node_id, ErrorCode(response.error_code).name)
+                if response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND:
+                    self.session_id = 0
+                return
             log.info("fetch from broker %d answered %s", self.leader.node_id, ErrorCode(response.error_code).name)
             self._delay(sent)
             return
+        self._session_answered(response.session_id)
         await self.process_fetch_response(response, sent)
 
     async def process_fetch_response(self, response, sent: dict) -> None:

@@ -171,6 +171,19 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def leadership_to_move(self) -> list[tuple[str, int]]:
+        """Replicated partitions this broker still leads, as a partition or in its metadata: a controlled
+        shutdown waits for the LeaderAndIsr and UpdateMetadata that move them away."""
+        cache = self.metadata_cache
+        out = []
+        for key, partition in list(self.partitions.items()):
+            if not partition.remote_replicas:
+                continue
+            state = cache.partition_state(*key) if cache is not None else None
+            if partition.is_leader or (state is not None and state.leader == self.broker_id):
+                out.append(key)
+        return out
+
     def topic_name(self, topic_id: bytes) -> str | None:
         """The name of a hosted topic with this id (LeaderAndIsr gave both)."""
         if topic_id == ZERO_UUID:
