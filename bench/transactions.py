@@ -1,4 +1,6 @@
-"""Transactional produce against plain idempotent produce, side by side on one broker.
+"""Transactional produce against plain idempotent produce, side by side on one broker (or, with
+`--cluster`, on three brokers with topics of replication factor 3 and min.insync.replicas 2, where the
+coordinator, the partition leaders and the markers are spread over the brokers).
 
 Both sides use confluent-kafka (librdkafka) with acks=all and 1 KiB records, into
 their own topic of the same shape; the transactional producer commits every
@@ -6,7 +8,7 @@ their own topic of the same shape; the transactional producer commits every
 between the two so that the shared machine's noise falls on both alike. Prints
 each round and the medians in MB/s, and their ratio (transactional / idempotent).
 
-    python bench/transactions.py [--records 50000] [--rounds 5] [--per-txn 1000] [--quick]
+    python bench/transactions.py [--records 50000] [--rounds 5] [--per-txn 1000] [--quick] [--cluster]
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from kafka_compat.testing import EmbeddedBroker  # noqa: E402
+from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster  # noqa: E402
 
 RECORD = 1024
 PARTITIONS = 4
@@ -79,15 +81,19 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--per-txn", type=int, default=1000)
     ap.add_argument("--quick", action="store_true", help="a tenth of the records, 3 rounds")
+    ap.add_argument("--cluster", action="store_true", help="three brokers, replication factor 3")
     args = ap.parse_args(argv)
     if args.quick:
         args.records, args.rounds = max(args.records // 10, args.per_txn), min(args.rounds, 3)
     value = os.urandom(RECORD)
     mib = args.records * RECORD / (1 << 20)
-    with EmbeddedBroker({"num.partitions": PARTITIONS, "log.flush.interval.messages": "9223372036854775807"}) as b:
+    settings = {"num.partitions": PARTITIONS, "log.flush.interval.messages": "9223372036854775807"}
+    replicas = 3 if args.cluster else 1
+    target = EmbeddedCluster(3, {**settings, "min.insync.replicas": 2}) if args.cluster else EmbeddedBroker(settings)
+    with target as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         names = {"idempotent": "bench-idem", "transactional": "bench-txn"}
-        for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in names.values()]).values():
+        for f in admin.create_topics([NewTopic(t, PARTITIONS, replicas) for t in names.values()]).values():
             f.result(60)
         rates: dict[str, list[float]] = {"idempotent": [], "transactional": []}
         for r in range(args.rounds):

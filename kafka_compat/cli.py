@@ -107,22 +107,31 @@ def _interrupt(*_) -> None:
     raise KeyboardInterrupt
 
 
-def run_cluster(brokers: int, overrides: list[str], data_dir: str | None) -> int:
-    """Start ZooKeeper and the brokers, print how to reach them, and stop everything on Ctrl-C or SIGTERM."""
+def _property(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise SystemExit(f"--override expects name=value, got {item!r}")
+    k, v = item.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def run_cluster(brokers: int, overrides: list[str], data_dir: str | None, broker_overrides: list[str] = ()) -> int:
+    """Start ZooKeeper and the brokers, print how to reach them, and stop everything on Ctrl-C or SIGTERM.
+    ``broker_overrides``: ``ID:NAME=VALUE`` items for one broker (e.g. its broker.rack)."""
     from .testing import EmbeddedCluster, zookeeper_missing
     missing = zookeeper_missing()
     if missing:
         print(f"kafka-compat: {missing}", file=sys.stderr)
         return 1
-    props = {}
-    for item in overrides:
-        if "=" not in item:
-            raise SystemExit(f"--override expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
-        props[k.strip()] = v.strip()
+    props = dict(_property(item) for item in overrides)
+    per_broker: dict[int, dict] = {}
+    for item in broker_overrides:
+        broker_id, _, prop = item.partition(":")
+        if not broker_id.strip().isdigit():
+            raise SystemExit(f"--broker-override expects ID:NAME=VALUE, got {item!r}")
+        per_broker.setdefault(int(broker_id), {}).update([_property(prop)])
     if data_dir:
         os.makedirs(data_dir, exist_ok=True)
-    cluster = EmbeddedCluster(brokers, props, data_dir=data_dir)
+    cluster = EmbeddedCluster(brokers, props, data_dir=data_dir, broker_overrides=per_broker)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         cluster.start()
@@ -158,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--brokers", type=int, default=3, help="how many brokers (ids 0..N-1); default 3")
     c.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
                    help="a broker property for every broker, e.g. -o min.insync.replicas=2")
+    c.add_argument("--broker-override", "-b", action="append", default=[], metavar="ID:NAME=VALUE",
+                   help="a broker property for one broker, e.g. -b 0:broker.rack=RACK0")
     c.add_argument("--data-dir", help="keep data here (default: a temporary directory, removed at exit)")
     config_command.add_parser(sub)
     d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.brokers < 1:
             print("kafka-compat: --brokers must be at least 1", file=sys.stderr)
             return 1
-        return run_cluster(args.brokers, args.override, args.data_dir)
+        return run_cluster(args.brokers, args.override, args.data_dir, args.broker_override)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.override)
     if args.listeners:

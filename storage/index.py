@@ -94,6 +94,9 @@ class _Index:
                 raise ValueError(f"invalid max index size {max_index_size}") from None
             created = True
             self._length = max_index_size - max_index_size % size
+        #: the file's length on disk; growing it to ``_length`` waits for the first mapping, so a
+        #: partition that is loaded and closed without an entry never resizes its index files
+        self._file_length = 0 if created else self._length
         #: whether the file exists: a new index creates it at its first mapping, so a partition
         #: that never gets an entry never pays for creating two files it does not need
         self.on_disk = not created
@@ -109,9 +112,9 @@ class _Index:
             mm = self._mm
             if mm is None:
                 fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
-                if not self.on_disk:
+                if not self.on_disk or self._file_length != self._length:
                     os.ftruncate(fd, self._length)
-                    self.on_disk = True
+                    self.on_disk, self._file_length = True, self._length
                 mm = self._mm = _map(fd, self._length)
                 del fd
         if self._on_map is not None:
@@ -179,16 +182,19 @@ class _Index:
 
     # -- file management ---------------------------------------------------------------
     def resize(self, new_size: int) -> bool:
-        """Set the file length to ``new_size`` rounded down to whole entries; map again when next used."""
+        """Set the file length to ``new_size`` rounded down to whole entries; map again when next used.
+        A file that grows and is not mapped grows at its next mapping (_mapped)."""
         step = self.ENTRY.size
         rounded = new_size - new_size % step
         with self._lock:
             if rounded == self._length:
                 return False
-            if self.on_disk:
+            grow_later = rounded > self._file_length and self._mm is None
+            if self.on_disk and rounded != self._file_length and not grow_later:
                 fd = open_fd(self.path, os.O_RDWR)
                 os.ftruncate(fd, rounded)
                 del fd
+                self._file_length = rounded
             self._mm = None
             self._length = rounded
             self.max_entries = rounded // step
@@ -203,7 +209,7 @@ class _Index:
             if self.on_disk:
                 return
             fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
-            self._length = self.entries * self.ENTRY.size
+            self._length = self._file_length = self.entries * self.ENTRY.size
             os.ftruncate(fd, self._length)
             del fd
             self.max_entries = self.entries
@@ -270,7 +276,14 @@ class _Index:
         if not n:
             return None
         fields = self.ENTRY.format.lstrip(">")
-        flat = struct.unpack_from(">" + fields * n, self._mm or self._mapped(), 0)
+        buf = self._mm
+        if buf is None:   # one read, no mapping: a load checks every partition's indexes, most stay idle
+            fd = open_fd(self.path, os.O_RDONLY)
+            buf = os.pread(fd, n * self.ENTRY.size, 0)
+            del fd
+            if len(buf) < n * self.ENTRY.size:
+                raise CorruptIndexError(f"{self.path}: shorter than its entries")
+        flat = struct.unpack_from(">" + fields * n, buf, 0)
         return [flat[i:: len(fields)] for i in range(len(fields))]
 
 

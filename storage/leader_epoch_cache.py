@@ -125,12 +125,14 @@ class LeaderEpochFileCache:
         """Drop the entries wholly below ``start_offset``; the last of them is kept, moved to start there."""
         with self._lock:
             epochs = self._epochs
-            removed = None
-            while epochs and epochs[0].start_offset <= start_offset:
-                removed = epochs.pop(0)
-            if removed is None:
-                return
-            epochs.insert(0, EpochEntry(removed.epoch, start_offset))
+            below = 0
+            while below < len(epochs) and epochs[below].start_offset <= start_offset:
+                below += 1
+            if not below or (below == 1 and epochs[0].start_offset == start_offset):
+                return   # nothing below, or the first entry starts exactly there: nothing to write
+            kept = EpochEntry(epochs[below - 1].epoch, start_offset)
+            del epochs[:below]
+            epochs.insert(0, kept)
             self._after_change()
 
     def clear(self, flush: bool = True) -> None:

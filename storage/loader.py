@@ -16,6 +16,7 @@ import re
 
 from .index import CorruptIndexError
 from .log_config import LogConfig
+from .producer_state import snapshot_offsets_in
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -38,8 +39,10 @@ class LoadedLog:
     """What the loader hands to LocalLog: segments in offset order and the offsets it settled on."""
 
     def __init__(self, segments, next_offset, recovery_point, log_start_offset, truncated_bytes, dropped,
-                 recovered=()):
+                 recovered=(), snapshot_offsets=()):
         self.segments = segments
+        #: the producer snapshots found (the directory is listed once per load)
+        self.snapshot_offsets = list(snapshot_offsets)
         #: base offsets of the segments recover() rebuilt (their transaction indexes are empty now)
         self.recovered = list(recovered)
         self.next_offset = next_offset
@@ -57,10 +60,16 @@ def _remove(path: str) -> None:
 
 
 def _scan(directory: str):
-    """Return ({base: present suffixes}, [swap base offsets]) after dropping leftovers."""
+    """Return ({base: present suffixes}, [swap base offsets], [snapshot offsets]) after dropping
+    leftovers; a missing directory is made (a new log)."""
     found: dict[int, set] = {}
     swaps = []
-    for name in sorted(os.listdir(directory)):
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+        return found, swaps, []
+    for name in sorted(names):
         m = _SEGMENT_FILE.match(name)
         if not m:
             continue
@@ -72,10 +81,11 @@ def _scan(directory: str):
                 swaps.append(base)
         else:
             found.setdefault(base, set()).add(kind)
-    return found, swaps
+    return found, swaps, snapshot_offsets_in(names)
 
 
-def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> None:
+def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> set:
+    """Put each interrupted swap in place; returns the base offsets of the cleaned segments."""
     for base in swaps:
         seg = LogSegment(directory, base, config, suffix=SWAP_SUFFIX, active=False)
         aborted = seg.txn_index.all_aborted_txns()   # the cleaner copied them; recovery would drop them
@@ -94,13 +104,13 @@ def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list)
                 os.replace(path, path[: -len(SWAP_SUFFIX)])
         found[base] = {LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX}
         log.info("%s: completed the interrupted swap of segment %d", directory, base)
+    return set(swaps)
 
 
 def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_offset: int,
          had_clean_shutdown: bool) -> LoadedLog:
-    os.makedirs(directory, exist_ok=True)
-    found, swaps = _scan(directory)
-    _complete_swaps(directory, config, found, swaps)
+    found, swaps, snapshots = _scan(directory)
+    cleaned = _complete_swaps(directory, config, found, swaps)
     for base, kinds in list(found.items()):
         if LOG_SUFFIX not in kinds:   # orphan indexes
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
@@ -120,6 +130,7 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     for i, base in enumerate(bases):
         kinds = found[base]
         seg = LogSegment(directory, base, config, active=False)
+        seg.cleaned = base in cleaned
         needs_recovery = recover_from is not None and base >= recover_from
         if not needs_recovery and seg.size and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):
             log.warning("%s: rebuilding the indexes of segment %d: index files missing", directory, base)
@@ -132,8 +143,15 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
                 needs_recovery = True
         if needs_recovery:
             recovered.append(base)
-            cut = seg.recover()
-            if cut:
+            limit = bases[i + 1] if i + 1 < len(bases) else None
+            cut = seg.recover(limit)
+            short = not cut and limit is not None and seg.next_offset < limit and not seg.gaps_possible()
+            if short:
+                # whole batches, but fewer than a roll left (the file lost its tail at a batch
+                # boundary): the offsets up to the next segment are gone, so is what follows
+                log.warning("%s: ends at offset %d, below the next segment's base offset %d; "
+                            "the later segments are dropped", seg.log_path, seg.next_offset, limit)
+            if cut or short:
                 truncated += cut
                 os.fsync(seg.fd)
                 segments.append(seg)
@@ -163,4 +181,5 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     recovery_point = min(max(recovery_point, segments[0].base_offset), next_offset)
     kept = {s.base_offset for s in segments}
     recovered = [b for b in recovered if b in kept]
-    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped, recovered)
+    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped, recovered,
+                     snapshots)

@@ -64,6 +64,7 @@ class LocalLog:
                       had_clean_shutdown=had_clean_shutdown)
         self.truncated_on_load = loaded.truncated_bytes
         self.recovered_on_load = loaded.recovered   # base offsets of the segments recovery rebuilt
+        self.snapshots_on_load = loaded.snapshot_offsets   # producer snapshots found (for UnifiedLog)
         #: called with the new segment, under the lock, whenever the log rolls (UnifiedLog's producer snapshot)
         self.on_roll: Callable[[LogSegment], None] | None = None
         for segment in loaded.segments:

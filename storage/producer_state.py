@@ -52,6 +52,11 @@ _SNAPSHOT_HEAD = struct.Struct(">hIi")              # version, crc, entry count
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")        # 46 bytes
 _CRC_FROM = 6                                       # the CRC covers the bytes after version and crc
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
+
+
+def snapshot_offsets_in(names) -> list[int]:
+    """The offsets of the producer snapshots among a directory's file names, in order."""
+    return sorted(int(m.group(1)) for m in map(_SNAPSHOT_FILE.match, names) if m)
 _new = tuple.__new__
 
 
@@ -324,7 +329,9 @@ class ProducerStateManager:
     """Not thread-safe by itself: the log calls it under its lock."""
 
     def __init__(self, directory: str, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 name: str = ""):
+                 name: str = "", snapshot_offsets: list[int] | None = None):
+        """``snapshot_offsets``: the snapshots on disk when the caller just listed the directory
+        (loading a log lists it once, as Kafka's loadSnapshots does)."""
         self.dir = directory
         self.name = name or os.path.basename(directory)
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -335,7 +342,8 @@ class ProducerStateManager:
         self._unreplicated: dict[int, TxnMetadata] = {}
         #: first offset of the oldest open, or finished but not yet replicated, transaction (None: none)
         self.first_unstable_offset: LogOffsetMetadata | None = None
-        self._snapshot_offsets: list[int] = self._list_snapshots()
+        self._snapshot_offsets: list[int] = self._list_snapshots() if snapshot_offsets is None \
+            else sorted(snapshot_offsets)
 
     # -- the hot path: one client batch -----------------------------------------------------
     def check_client_batch(self, producer_id: int, epoch: int, first_seq: int, last_delta: int,
@@ -482,7 +490,7 @@ class ProducerStateManager:
             names = os.listdir(self.dir)
         except FileNotFoundError:
             return []
-        return sorted(int(m.group(1)) for m in map(_SNAPSHOT_FILE.match, names) if m)
+        return snapshot_offsets_in(names)
 
     @property
     def snapshot_offsets(self) -> list[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import time
 
 from kafka_compat.protocol.batch_header import (
@@ -16,12 +17,14 @@ from kafka_compat.protocol.batch_header import (
     HEADER_SIZE_UP_TO_MAGIC,
     MAGIC_OFFSET,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
     BatchHeader,
     crc_valid,
     header_bytes_needed,
     parse_header,
 )
 
+from . import checkpoint
 from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header
 from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
@@ -42,6 +45,11 @@ RECOVERY_CHUNK = 8 * 1024 * 1024
 RESERVE_CHUNK = 4 * 1024 * 1024   # blocks reserved past the end of the active segment at a time
 _NO_LIMIT = 1 << 64                # above any int64 timestamp
 _pwrite = os.pwrite
+_SIZE_FIELD = struct.Struct(">i")   # a batch's length field, after its 8-byte base offset
+
+
+def _batch_size(buf, at: int) -> int:
+    return _SIZE_FIELD.unpack_from(buf, at + 8)[0] + 12
 
 
 def filename_prefix(offset: int) -> str:
@@ -75,6 +83,8 @@ class LogSegment:
         self.log_path = log_path
         self.recently_used = True
         self.closed = False
+        #: written by the cleaner (a .swap, or what one became on load): its batches may leave gaps
+        self.cleaned = bool(suffix)
         existed = os.path.exists(log_path)
         self._fd: SegmentFd | None = open_fd(log_path, os.O_RDWR | os.O_CREAT)
         self.size = os.fstat(self._fd).st_size
@@ -342,32 +352,90 @@ class LogSegment:
         """The offset after the last batch, checking every batch from ``position`` (the last index
         entry: at most index.interval.bytes and a batch) whole, in order and with a valid checksum,
         up to the exact end of the file; CorruptIndexError (so recovery runs) otherwise."""
-        next_offset, end = self.base_offset, self.size
-        fd = self.fd
+        end = self.size
+        prev_last = self.base_offset - 1
+        if position:   # the indexed batch is whole and valid (sanity_check): it bounds what follows
+            info = read_batch_header(self.fd, position, end)
+            prev_last = info.base_offset - 1
+        chunk, at = b"", 0
         while position < end:
+            left = len(chunk) - at
+            if left < RECORD_BATCH_OVERHEAD or (left >= HEADER_SIZE_UP_TO_MAGIC and
+                                               _batch_size(chunk, at) > left):
+                # one read usually covers it all: the tail is index.interval.bytes and a batch
+                chunk, at = os.pread(self.fd, min(end - position, RECOVERY_CHUNK), position), 0
+                left = len(chunk)
             try:
-                info = read_batch_header(fd, position, end)
+                info = parse_header(chunk, at, position) if left >= HEADER_SIZE_UP_TO_MAGIC and \
+                    left >= header_bytes_needed(chunk[at + MAGIC_OFFSET]) else None
             except ValueError as exc:
                 raise CorruptIndexError(f"{self.log_path}: invalid batch at {position}: {exc}") from None
             if info is None or position + info.size > end:
                 raise CorruptIndexError(f"{self.log_path}: torn batch at {position}")
-            if info.base_offset < next_offset or info.last_offset < info.base_offset:
-                raise CorruptIndexError(f"{self.log_path}: offsets out of order at {position}")
-            if not crc_valid(os.pread(fd, info.size, position), 0, info.size):
+            if info.size > left:
+                data, at_data = os.pread(self.fd, info.size, position), 0
+            else:
+                data, at_data = chunk, at
+            if not crc_valid(data, at_data, info.size):
                 raise CorruptIndexError(f"{self.log_path}: checksum mismatch at {position}")
-            next_offset = info.last_offset + 1
+            bad = self._offsets_invalid(info, prev_last, None)
+            if bad:
+                raise CorruptIndexError(f"{self.log_path}: invalid batch at {position}: {bad}")
+            prev_last = info.last_offset
             position += info.size
-        return next_offset
+            at += info.size
+        return prev_last + 1
 
-    def recover(self) -> int:
+    def _offsets_invalid(self, info: BatchHeader, prev_last: int, limit: int | None) -> str | None:
+        """Why a checksummed batch's offsets cannot be right, or None. The base offset is outside
+        the checksum, so a flipped bit there shows only here. As Kafka's recovery checks: offsets
+        increase, the last is not below the base, and they fit this segment (relative offsets in
+        an int, below the next segment's base offset ``limit``). Beyond Kafka: in a log that is
+        never compacted a v2 batch follows the previous one without a gap (the first begins at
+        the segment's base offset, where a roll starts it), so a base offset moved up is caught too."""
+        if info.last_offset < info.base_offset:
+            return f"last offset {info.last_offset} below base offset {info.base_offset}"
+        if info.base_offset <= prev_last:
+            return f"offsets {info.base_offset}..{info.last_offset} do not follow {prev_last}"
+        if info.last_offset - self.base_offset > INT32_MAX:
+            return f"offset {info.last_offset} does not fit a segment based at {self.base_offset}"
+        if limit is not None and info.last_offset >= limit:
+            return f"offset {info.last_offset} is not below the next segment's base offset {limit}"
+        if info.magic >= 2 and info.base_offset != prev_last + 1 and not self.gaps_possible():
+            return f"offsets {info.base_offset}..{info.last_offset} leave a gap after {prev_last}"
+        return None
+
+    def gaps_possible(self) -> bool:
+        """Whether batches of this segment may leave offsets out: the cleaner removes batches, so
+        in a compacted log, in a cleaned segment (.swap), and in any log the cleaner ever wrote
+        (its cleaner-offset-checkpoint names the partition; the policy may have changed since).
+        Read only when a gap is seen, which an uncleaned log never shows."""
+        if self.config.compact or self.cleaned:
+            return True
+        partition_dir = os.path.dirname(os.path.abspath(self.log_path))
+        topic, _, number = os.path.basename(partition_dir).rpartition("-")
+        try:
+            cleaned = checkpoint.read_offsets(os.path.join(os.path.dirname(partition_dir),
+                                                           checkpoint.CLEANER_OFFSET_CHECKPOINT))
+        except (OSError, ValueError):
+            return True   # unreadable: do not cut what may be a cleaned log
+        return not number.isdigit() or (topic, int(number)) in cleaned
+
+    def recover(self, limit: int | None = None, stop_at: int | None = None) -> int:
         """Check every batch, rebuild both indexes, cut the file at the first invalid byte.
 
         A batch is valid when its header parses, it fits in the file, its checksum matches,
-        and its offsets increase and fit this segment. Returns the number of bytes cut. The
+        and its offsets increase and fit this segment (below ``limit``, the next segment's base
+        offset, when there is one; _offsets_invalid). Returns the number of bytes cut. The
         transaction index is emptied: it needs the producer state before this segment, so
         UnifiedLog rebuilds it when it replays the recovered batches, which it does only when
         ``recovered_markers`` says there is an index to rebuild. ``recovered_epochs`` lists
         (leader epoch, first offset) where the batches' epoch went up, for the epoch cache.
+
+        The partition leader epoch lies outside the checksum too, and epochs never go down in a
+        log: a lone batch whose epoch rises above the next batch's (not below the one before
+        it) is the damaged one (a flipped bit), and recovery runs again to cut before it
+        (``stop_at``); any other fall cuts at the batch that falls.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -377,8 +445,11 @@ class LogSegment:
         valid = last_index_entry = 0
         prev_last = self.base_offset - 1
         epochs, latest_epoch, markers = [], -1, False
+        before_raise = raised_at = None   # the epoch before the latest rise, and where the riser starts
         position, chunk = 0, b""
         while True:
+            if stop_at is not None and valid >= stop_at:
+                break
             at = valid - position
             left = len(chunk) - at
             if left < HEADER_SIZE_UP_TO_MAGIC or left < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
@@ -402,16 +473,28 @@ class LogSegment:
             if not crc_valid(chunk, at, info.size):
                 log.warning("%s: checksum mismatch at %d", self.log_path, valid)
                 break
-            if info.base_offset <= prev_last or info.last_offset < info.base_offset \
-                    or not self.offset_index.can_append_offset(info.last_offset):
-                log.warning("%s: offsets %d..%d out of order at %d", self.log_path, info.base_offset,
-                            info.last_offset, valid)
+            bad = self._offsets_invalid(info, prev_last, limit)
+            if bad:
+                log.warning("%s: invalid batch at %d: %s", self.log_path, valid, bad)
                 break
             if info.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = info.max_timestamp, info.last_offset
-            if info.partition_leader_epoch > latest_epoch and info.magic >= 2:
-                latest_epoch = info.partition_leader_epoch
+            epoch = info.partition_leader_epoch if info.magic >= 2 else -1
+            if 0 <= epoch < latest_epoch:
+                if raised_at is not None and epoch >= before_raise and stop_at is None:
+                    log.warning("%s: leader epoch %d of the batch at %d falls back to %d at %d: cut before it",
+                                self.log_path, latest_epoch, raised_at, epoch, valid)
+                    return self.recover(limit, raised_at)
+                log.warning("%s: leader epoch %d at %d is below the earlier %d", self.log_path, epoch, valid,
+                            latest_epoch)
+                break
+            if epoch > latest_epoch:
+                # only a rise inside this segment can be undone here
+                before_raise, raised_at = (latest_epoch, valid) if latest_epoch >= 0 else (None, None)
+                latest_epoch = epoch
                 epochs.append((latest_epoch, info.base_offset))
+            elif epoch >= 0:
+                raised_at = None   # two batches of the epoch: the rise was real
             if info.attributes & CONTROL_FLAG_MASK and info.magic >= 2:
                 markers = True
             if valid - last_index_entry > self.index_interval_bytes:

@@ -131,7 +131,8 @@ class UnifiedLog:
         self._clock = clock
         self._scheduler = local.scheduler
         self.leader_epoch_cache = LeaderEpochFileCache(directory, self._scheduler, self.name)
-        self.producer_state_manager = ProducerStateManager(directory, producer_id_expiration_ms, self.name)
+        self.producer_state_manager = ProducerStateManager(directory, producer_id_expiration_ms, self.name,
+                                                           local.snapshots_on_load)
         # Kafka starts the high watermark at the log start; the partition sets it (checkpoint, leader).
         self._hw_meta = LogOffsetMetadata(local.log_start_offset)
         self.high_watermark = local.log_start_offset

@@ -23,6 +23,15 @@
 # kafka-acls.sh get KAFKA_PATH=interop/librdkafka/kafka, whose bin/ does the same
 # over the Admin API (kafka_topics.py, kafka_acls.py).
 #
+# The tests that need several brokers (CLUSTER_TESTS: replication factor 3,
+# transactions across brokers) run only in a last mode, "cluster": against
+# `kafka-compat cluster` (ZooKeeper and three brokers), one fresh cluster per
+# scenario they belong to. 0098's Java producer runs through KAFKA_PATH's
+# bin/kafka-run-class.sh with the Java client jars interop/setup.sh fetched.
+#
+#     MODE=cluster bash interop/librdkafka/run.sh  # only the cluster mode
+#     MODE=single bash interop/librdkafka/run.sh   # only the single-broker passes
+#
 # Environment: PARALLEL (concurrent tests, default 3), TEST_KAFKA_VERSION (the
 # broker version the suite assumes when deciding what to test, default 3.9.1),
 # KEEP=1 keeps the run directory (broker log, runner log, report).
@@ -119,6 +128,9 @@ trap cleanup EXIT
 # skip.txt: "<test name>  <reason>"; the runner skips by test number.
 TESTS_SKIP="$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/skip.txt" | cut -c1-4 | sort -u | paste -sd, -)"
 export TESTS_SKIP PYTHON
+# The tests that need three brokers: the single-broker passes skip them, the cluster mode runs only them.
+CLUSTER_TESTS="0098,0101,0103,0107,0111"
+MODE="${MODE:-all}"
 
 # run_pass NAME SCENARIO AUTO_CREATE PROTOCOL [BROKER-PROPERTIES]: a fresh broker with
 # the settings of the suite's scenarios/SCENARIO.json (topic auto-creation on or
@@ -129,31 +141,39 @@ AUTHORIZER=(-o authorizer.class.name=kafka.security.authorizer.AclAuthorizer -o 
 run_pass() {
     local name=$1 scenario=$2 auto_create=$3 protocol=$4 properties=${5:-} dir="$RUN/$1" port
     mkdir -p "$dir"
-    port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat serve \
-        ${properties:+"$properties"} --listeners "$protocol://127.0.0.1:$port" --log-dirs "$dir/data" \
-        -o auto.create.topics.enable="$auto_create" -o num.partitions=4 "${AUTHORIZER[@]}" \
-        >"$dir/broker.log" 2>&1) &
-    BROKER_PID=$!
-    for _ in $(seq 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        kill -0 "$BROKER_PID" 2>/dev/null || { cat "$dir/broker.log"; exit 1; }
-        sleep 0.1
-    done
+    local bootstrap skip="$TESTS_SKIP,$CLUSTER_TESTS"
+    if [ "$protocol" = CLUSTER ]; then
+        protocol=PLAINTEXT skip="$TESTS_SKIP"
+        start_cluster "$dir" "$auto_create"
+        bootstrap="$CLUSTER_BOOTSTRAP"
+    else
+        port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+        (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat serve \
+            ${properties:+"$properties"} --listeners "$protocol://127.0.0.1:$port" --log-dirs "$dir/data" \
+            -o auto.create.topics.enable="$auto_create" -o num.partitions=4 "${AUTHORIZER[@]}" \
+            >"$dir/broker.log" 2>&1) &
+        BROKER_PID=$!
+        for _ in $(seq 300); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+            kill -0 "$BROKER_PID" 2>/dev/null || { cat "$dir/broker.log"; exit 1; }
+            sleep 0.1
+        done
+        bootstrap="127.0.0.1:$port"
+    fi
     {
-        echo "bootstrap.servers=127.0.0.1:$port"
+        echo "bootstrap.servers=$bootstrap"
         echo "# A Python broker on a shared 2-core machine: give the suite's waits room."
         echo "test.timeout.multiplier=3"
         [ "$protocol" = PLAINTEXT ] || cat "$SECURITY/client.conf"
     } >"$dir/test.conf"
-    [ "$protocol" = PLAINTEXT ] || "$PYTHON" "$HERE/security_setup.py" user "$SECURITY" "127.0.0.1:$port"
-    say "pass $name (scenario $scenario): kafka-compat on $protocol://127.0.0.1:$port, $PARALLEL tests at a time"
+    [ "$protocol" = PLAINTEXT ] || "$PYTHON" "$HERE/security_setup.py" user "$SECURITY" "$bootstrap"
+    say "pass $name (scenario $scenario): kafka-compat on $protocol://$bootstrap, $PARALLEL tests at a time"
     local rc=0
     (
         cd "$TESTDIR"
         export LD_LIBRARY_PATH="../src:../src-cpp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-        export RDKAFKA_TEST_CONF="$dir/test.conf" TEST_REPORT="$dir/report.json" \
-            BROKERS="127.0.0.1:$port" KAFKA_PATH="$HERE/kafka" RDKAFKA_GITVER="$(basename "$SRC")"
+        export RDKAFKA_TEST_CONF="$dir/test.conf" TEST_REPORT="$dir/report.json" TESTS_SKIP="$skip" \
+            BROKERS="$bootstrap" KAFKA_PATH="$HERE/kafka" KAFKA_JARS="$RUN/libs" RDKAFKA_GITVER="$(basename "$SRC")"
         [ -z "${PASS_TESTS:-}" ] || export TESTS="$PASS_TESTS"
         # shellcheck disable=SC1091
         [ "$protocol" = PLAINTEXT ] || . "$SECURITY/ssl.env"
@@ -165,6 +185,33 @@ run_pass() {
     stop_broker
 }
 
+# start_cluster DIR AUTO_CREATE: `kafka-compat cluster` (ZooKeeper and brokers 0-2 in racks RACK0-2 with
+# the rack-aware replica selector, as 0101 expects) in the background; sets CLUSTER_BOOTSTRAP once every
+# broker is up.
+start_cluster() {
+    local dir=$1 auto_create=$2
+    (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat cluster --brokers 3 \
+        --data-dir "$dir/data" -o auto.create.topics.enable="$auto_create" -o num.partitions=4 \
+        -o default.replication.factor=3 -b 0:broker.rack=RACK0 -b 1:broker.rack=RACK1 -b 2:broker.rack=RACK2 \
+        -o replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector \
+        >"$dir/broker.log" 2>&1) &
+    BROKER_PID=$!
+    for _ in $(seq 1200); do
+        grep -q '^bootstrap.servers=' "$dir/broker.log" 2>/dev/null && break
+        kill -0 "$BROKER_PID" 2>/dev/null || { cat "$dir/broker.log"; exit 1; }
+        sleep 0.1
+    done
+    CLUSTER_BOOTSTRAP="$(sed -n 's/^bootstrap.servers=//p' "$dir/broker.log")"
+    [ -n "$CLUSTER_BOOTSTRAP" ] || { cat "$dir/broker.log"; exit 1; }
+}
+
+# Tests of $CLUSTER_TESTS in ${TESTS:-all of them} (the cluster mode's selection).
+cluster_selection() {
+    local t out=()
+    for t in ${CLUSTER_TESTS//,/ }; do case ",${TESTS:-$CLUSTER_TESTS}," in *",$t,"*) out+=("$t");; esac; done
+    (IFS=,; echo "${out[*]}")
+}
+
 # The SASL_SSL pass: the SSL and SASL tests, and some plain ones to see ordinary traffic over SASL_SSL.
 SECURE_TESTS="0097,0135,0012,0013,0022,0030"
 secure=0
@@ -172,12 +219,25 @@ for t in ${SECURE_TESTS//,/ }; do case ",${TESTS:-$SECURE_TESTS}," in *",$t,"*) 
 
 start=$(date +%s)
 "$PYTHON" "$HERE/security_setup.py" files "$SECURITY"
-run_pass default default true PLAINTEXT
-run_pass noautocreate noautocreate false PLAINTEXT
-passes=("$RUN/default" "$RUN/noautocreate")
-if [ "$secure" = 1 ]; then
-    PASS_TESTS="${TESTS:-$SECURE_TESTS}" run_pass sasl_ssl default true SASL_SSL "$SECURITY/broker.properties"
-    passes+=("$RUN/sasl_ssl")
+passes=()
+if [ "$MODE" != cluster ]; then
+    run_pass default default true PLAINTEXT
+    run_pass noautocreate noautocreate false PLAINTEXT
+    passes+=("$RUN/default" "$RUN/noautocreate")
+    if [ "$secure" = 1 ]; then
+        PASS_TESTS="${TESTS:-$SECURE_TESTS}" run_pass sasl_ssl default true SASL_SSL "$SECURITY/broker.properties"
+        passes+=("$RUN/sasl_ssl")
+    fi
+fi
+selected="$(cluster_selection)"
+if [ "$MODE" != single ] && [ -n "$selected" ]; then
+    # 0098's Java producer: tests/java/Makefile compiles against $KAFKA_JARS/kafka-clients-*.jar
+    mkdir -p "$RUN/libs"
+    [ ! -f "$ROOT/.cache/java/kafka-clients.jar" ] \
+        || ln -sf "$ROOT/.cache/java/kafka-clients.jar" "$RUN/libs/kafka-clients-3.9.1.jar"
+    PASS_TESTS="$selected" run_pass cluster_default default true CLUSTER
+    PASS_TESTS="$selected" run_pass cluster_noautocreate noautocreate false CLUSTER
+    passes+=("$RUN/cluster_default" "$RUN/cluster_noautocreate")
 fi
 say "suite ran in $(( $(date +%s) - start ))s (TEST_KAFKA_VERSION=$TEST_KAFKA_VERSION)"
 

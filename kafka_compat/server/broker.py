@@ -30,6 +30,7 @@ Kafka's ZooKeeper-mode broker:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -57,7 +58,7 @@ from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
-from ..transaction import TransactionCoordinator
+from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
@@ -101,6 +102,7 @@ from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
+from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
 from .write_txn_markers import WriteTxnMarkersApi
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
@@ -119,6 +121,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
+TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
 
 def enabled_handler_classes(config=None) -> tuple:
@@ -222,6 +225,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.txn_marker_writer: WriteTxnMarkersApi | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
+        self.txn_channel: NetworkClient | None = None           # markers and KIP-890 checks to other brokers
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
@@ -246,6 +251,9 @@ class Broker:
         else:
             await self._start_single_node(connection_quotas)
         await self._start_prometheus()
+        # what startup made (a log, a partition, a segment per partition: millions of objects at 50,000
+        # partitions) lives until shutdown: the collector need not walk it again on every full pass
+        gc.freeze()
         self.started = True
         log.info("kafka-compat %s %d serving %s (cluster %s)", "broker" if self.cluster_mode else "node",
                  self.broker_id, ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound),
@@ -291,7 +299,8 @@ class Broker:
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
             cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
-            producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
+            producer_id_expiration_ms=cfg["producer.id.expiration.ms"],
+            recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"])
 
     def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
         """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
@@ -352,10 +361,20 @@ class Broker:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
         self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
                                                     self.group_coordinator.clock, AuthHelper(self.authorizer))
+        send = None
+        if not elect_locally:       # a cluster: coordinators and partition leaders talk over the inter-broker listener
+            self.txn_channel = NetworkClient(f"broker-{self.broker_id}-txn", request_timeout_ms=TXN_REQUEST_TIMEOUT_MS,
+                                             security=self.inter_broker_security())
+
+            async def send(broker_id, api_key, api_version, body):
+                return await self.txn_channel.send(self._inter_broker_node(broker_id), api_key, api_version, body)
         self.txn_coordinator = TransactionCoordinator(self.config, self.broker_id, self.replica_manager,
                                                       self.metadata_cache, self.controller, self.producer_ids,
                                                       self.txn_marker_writer.write_markers,
+                                                      send_remote=None if send is None else TxnMarkerSender(send),
                                                       elect_locally=elect_locally)
+        self.add_partitions_to_txn = AddPartitionsToTxnManager(self.broker_id, self.txn_coordinator,
+                                                               self.metadata_cache, send)
         await self.txn_coordinator.startup()
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
@@ -414,7 +433,8 @@ class Broker:
             fetcher_manager_factory=lambda rm: ReplicaFetcherManager(rm, fetcher_client, fetcher_config,
                                                                      self._broker_epoch_or_unknown),
             inter_broker_listener=cfg.inter_broker_listener_name,
-            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"])
+            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
+            rack_aware_reads=(cfg["replica.selector.class"] or "").endswith(".RackAwareReplicaSelector"))
         self.replica_manager.startup()
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
@@ -439,12 +459,12 @@ class Broker:
         self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
-        # HOOK(txn): a cluster's transaction coordinator is not moved with __transaction_state leadership yet
         await self._start_transactions(elect_locally=False)
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
-            self.topic_configs, metadata_listeners=self._metadata_listeners(), auth=AuthHelper(self.authorizer)))
+            self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator,
+            auth=AuthHelper(self.authorizer)))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -515,7 +535,7 @@ class Broker:
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg)),
-            ProduceApi(rm, cache, self.quotas, auth, self.txn_coordinator.handle_verify_partitions
+            ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
             OffsetsApi(rm, auth),
@@ -574,7 +594,7 @@ class Broker:
             self.replica_manager.shutdown()
         if self.alter_partition_manager is not None:
             await self.alter_partition_manager.shutdown()
-        for client in (self.to_controller, self.controller_channel):
+        for client in (self.to_controller, self.controller_channel, self.txn_channel):
             if client is not None:
                 await client.close()
         if self.log_manager is not None:
@@ -649,6 +669,8 @@ class Broker:
         for partition in partitions:
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
+                self.txn_coordinator.on_resign(partition.index, -1)
 
     def _on_zk_suspended(self) -> None:
         self._resign_coordinators(self.replica_manager.fence_leadership())
@@ -657,6 +679,8 @@ class Broker:
         for partition in self.replica_manager.unfence_leadership(restore=True):
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
+                self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
 
     def _on_zk_session_lost(self) -> None:
         self._resign_coordinators(self.replica_manager.fence_leadership())

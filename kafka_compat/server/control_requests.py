@@ -33,6 +33,7 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 UNKNOWN_BROKER_EPOCH = -1
 DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 _PROTOCOLS = list(SecurityProtocol)
@@ -63,11 +64,14 @@ def _topics(req, grouped: bool, with_ids: bool, state) -> list[tuple[str, bytes,
 class ControlRequestsApi:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
-                 metadata_listeners: Sequence[Callable[[list[str]], None]] = (), auth: AuthHelper = NO_AUTHORIZER):
+                 metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None,
+                 auth: AuthHelper = NO_AUTHORIZER):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
-        are told the topics each UpdateMetadata touched (delayed topic operations wait on them)."""
+        are told the topics each UpdateMetadata touched (delayed topic operations wait on them); the
+        ``txn_coordinator`` (optional) loads and unloads `__transaction_state` partitions as the group
+        coordinator does `__consumer_offsets`."""
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -75,6 +79,7 @@ class ControlRequestsApi:
         self.broker_epoch = broker_epoch
         self.topic_configs = topic_configs
         self.metadata_listeners = list(metadata_listeners)
+        self.txn_coordinator = txn_coordinator
         self.auth = auth
 
     def _refused(self, request, epoch_since: int) -> bool:
@@ -124,9 +129,13 @@ class ControlRequestsApi:
         for partition in result.leaders:
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+                self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
         for partition in result.followers:
             if partition.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
+            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+                self.txn_coordinator.on_resign(partition.index, partition.leader_epoch)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         ids = {name: topic_id for name, topic_id, _ in topics}
@@ -211,6 +220,9 @@ class ControlRequestsApi:
             # a reassignment moves replicas away without a LeaderAndIsr to them: unload here too
             if topic == OFFSETS_TOPIC and delete and errors.get((topic, index)) == ErrorCode.NONE:
                 self.group_coordinator.on_resignation(index, leader_epoch)
+            elif topic == TRANSACTION_STATE_TOPIC and errors.get((topic, index)) == ErrorCode.NONE \
+                    and self.txn_coordinator is not None:
+                self.txn_coordinator.on_resign(index, leader_epoch)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         return self._stop_replica_response(ErrorCode.NONE, errors)

@@ -27,10 +27,16 @@ class FetchParams(NamedTuple):
     isolation: FetchIsolation
     min_one_message_always: bool = False      # Fetch v0-2: every partition may return one whole batch
     replica_epoch: int = -1
+    client_rack: str | None = None            # a Fetch v11+ consumer's rack ("" for none); None before v11
 
     @property
     def from_follower(self) -> bool:
         return self.replica_id >= 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        """KIP-392: a consumer with client metadata (Fetch v11+) may read from a follower; others may not."""
+        return self.replica_id >= 0 or self.client_rack is None
 
 
 class PartitionFetchInfo(NamedTuple):
@@ -59,8 +65,8 @@ class DelayedFetch(DelayedOperation):
             partition = rm.get_partition(topic, index)
             if partition is None:
                 return self.force_complete()        # deleted or moved: answer with the error now
-            if partition.leader_error(info.current_leader_epoch,
-                                      require_leader=params.replica_id != -2) != ErrorCode.NONE:
+            if partition.leader_error(info.current_leader_epoch, require_leader=params.replica_id != -2
+                                      and params.fetch_only_from_leader) != ErrorCode.NONE:
                 return self.force_complete()
             # the readable end as a plain offset first: on most checks it has not moved for most partitions
             # (a follower's session names every partition it follows), and that needs no position

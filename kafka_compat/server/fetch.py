@@ -88,7 +88,8 @@ class FetchApi:
             max_bytes = int(min(max_bytes, window))
         params = FetchParams(replica_id, req.max_wait_ms, req.min_bytes, max_bytes,
                              isolation_of(replica_id, req.isolation_level if v >= 4 else 0),
-                             min_one_message_always=v < 3)
+                             min_one_message_always=v < 3,
+                             client_rack=(req.rack_id or "") if v >= 11 and replica_id < 0 else None)
         auth = self.auth
         follower_denied = replica_id >= 0 and not auth.authorize_cluster(request, CLUSTER_ACTION)
         topics, session, error = self._session(request, replica_id >= 0 and not follower_denied)
@@ -227,6 +228,7 @@ class FetchApi:
         pd.high_watermark = r.high_watermark
         pd.last_stable_offset = r.last_stable_offset
         pd.log_start_offset = r.log_start_offset
+        pd.preferred_read_replica = r.preferred_read_replica
         if r.diverging_epoch is not None:
             pd.diverging_epoch = FetchResponse.EpochEndOffset(epoch=r.diverging_epoch[0],
                                                               end_offset=r.diverging_epoch[1])

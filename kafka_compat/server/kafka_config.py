@@ -143,6 +143,8 @@ BROKER_CONFIG_DEF = (
     .define("node.id", INT, 0, None, HIGH,
             "KRaft name for broker.id; either one sets both. Kafka defaults to -1; we use 0.")
     .define("broker.rack", STRING, None, None, MEDIUM, "Rack of this broker, for rack-aware placement.")
+    .define("replica.selector.class", STRING, None, None, MEDIUM,
+            "KIP-392: ...RackAwareReplicaSelector sends consumers to a replica in their rack; unset: the leader.")
     .define("zookeeper.connect", STRING, None, None, HIGH,
             "ZooKeeper connection string host:port[,host:port][/chroot]; unset for a single node.")
     .define("zookeeper.session.timeout.ms", INT, 18000, None, HIGH, "ZooKeeper session timeout.")

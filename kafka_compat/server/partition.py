@@ -433,11 +433,15 @@ class Partition:
     # -- reads ----------------------------------------------------------------------------
     def fetch_records(self, replica_id: int, fetch_offset: int, max_bytes: int, isolation: FetchIsolation,
                       current_leader_epoch: int = -1, last_fetched_epoch: int = -1,
-                      min_one_message: bool = True, log_start_offset: int = -1) -> LogReadResult:
-        """Read for a consumer or a follower, with Kafka's epoch, divergence and range checks."""
+                      min_one_message: bool = True, log_start_offset: int = -1,
+                      fetch_only_from_leader: bool = True) -> LogReadResult:
+        """Read for a consumer or a follower, with Kafka's epoch, divergence and range checks; a
+        follower serves consumers too when not ``fetch_only_from_leader`` (KIP-392), up to its HW."""
         from_follower = replica_id >= 0
         error = self.leader_error(current_leader_epoch,
-                                  require_leader=replica_id != DEBUGGING_REPLICA_ID)
+                                  require_leader=replica_id != DEBUGGING_REPLICA_ID and fetch_only_from_leader)
+        if not error and self.fenced and replica_id != DEBUGGING_REPLICA_ID:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER       # our ZooKeeper session is in doubt: serve nobody
         if not error and from_follower and replica_id not in self.remote_replicas:
             error = ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0 \
                 else ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -470,6 +474,23 @@ class Partition:
         if from_follower:
             self._update_follower_fetch_state(replica_id, info.fetch_offset_metadata, log_start_offset, log_end)
         return LogReadResult(ErrorCode.NONE, info, high_watermark, log_start, log_end, lso)
+
+    def preferred_read_replica(self, client_rack: str, fetch_offset: int, rack_of: Callable[[int], str | None]) -> int:
+        """Kafka's RackAwareReplicaSelector, asked by the leader: -1 (read here) unless another in-sync
+        replica in the consumer's rack holds ``fetch_offset`` and the leader is not in that rack; then
+        the furthest along of them. ``rack_of(broker id)`` is None for a broker that is not alive."""
+        if not client_rack or not self.is_leader or rack_of(self.local_broker_id) == client_rack:
+            return -1
+        best, best_key = -1, None
+        for replica in self.remote_replicas.values():
+            end = replica.log_end_offset.message_offset
+            if replica.broker_id not in self.isr or rack_of(replica.broker_id) != client_rack \
+                    or not replica.log_start_offset <= fetch_offset <= end:
+                continue
+            key = (end, replica.last_caught_up_time_ms)
+            if best_key is None or key > best_key:
+                best, best_key = replica.broker_id, key
+        return best
 
     def _read_error(self, code: int, message: str | None = None) -> LogReadResult:
         return LogReadResult(code, None, -1, -1, -1, -1, error_message=message)

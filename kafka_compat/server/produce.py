@@ -7,6 +7,7 @@ Nothing here looks at individual records.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import struct
 
 from ..protocol.batch_header import (
@@ -32,7 +33,8 @@ _PRODUCER = struct.Struct(">qh")            # ProducerId, ProducerEpoch
 _VERIFY_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
                   ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
-                  ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS}
+                  ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+                  ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS}
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
 BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 ADMIN_CLIENT_ID = "__admin_client"       # Kafka lets only its admin tools write internal topics
@@ -110,7 +112,19 @@ class ProduceApi:
                     slots.append(len(entries))
                     entries.append((name, p.index, p.records))
         if entries and req.transactional_id is not None and self.verify_partitions is not None:
-            slots, entries = self._verify(req.transactional_id, v, slots, entries)
+            wanted, answers = self._verify(req.transactional_id, entries)
+            if inspect.isawaitable(answers):        # the coordinator is on another broker
+                return self._append_after_verifying(request, slots, entries, wanted, answers)
+            slots, entries = self._drop_unverified(v, slots, entries, wanted, answers)
+        return self._append(request, slots, entries)
+
+    async def _append_after_verifying(self, request, slots, entries, wanted, answers):
+        slots, entries = self._drop_unverified(request.api_version, slots, entries, wanted, await answers)
+        response = self._append(request, slots, entries)
+        return await response if inspect.isawaitable(response) else response
+
+    def _append(self, request, slots, entries):
+        req = request.body
         results = []
         if entries:
             results = self.replica_manager.append_records(
@@ -119,10 +133,11 @@ class ProduceApi:
             return self._respond_later(request, slots, results)
         return self._respond(request, slots, results)
 
-    def _verify(self, txn_id: str, version: int, slots: list, entries: list) -> tuple[list, list]:
+    def _verify(self, txn_id: str, entries: list):
         """KIP-890 part 1: a producer's first transactional batch on a partition is written only if the
         coordinator has the partition in the producer's ongoing transaction; a late or stray write (a
-        zombie's, or one after an abort) is refused instead of opening a transaction nobody will end."""
+        zombie's, or one after an abort) is refused instead of opening a transaction nobody will end.
+        Returns ({partition: entry index} to check, the coordinator's answers or an awaitable of them)."""
         rm = self.replica_manager
         wanted: dict[tuple[str, int], int] = {}
         producer = None
@@ -134,13 +149,16 @@ class ProduceApi:
             if not rm.has_ongoing_transaction(name, index, pid):
                 wanted[(name, index)] = i
         if not wanted:
-            return slots, entries
-        answers = self.verify_partitions(txn_id, producer[0], producer[1], list(wanted))
+            return wanted, {}
+        return wanted, self.verify_partitions(txn_id, producer[0], producer[1], list(wanted))
+
+    @staticmethod
+    def _drop_unverified(version: int, slots: list, entries: list, wanted: dict, answers: dict
+                         ) -> tuple[list, list]:
+        """The entries whose partitions the coordinator refused become their answers (not appended)."""
         failed: dict[int, ProduceResult] = {}
         for tp, i in wanted.items():
             error = answers.get(tp, ErrorCode.NONE)
-            if error == ErrorCode.NOT_COORDINATOR:
-                continue        # the coordinator is on another broker: not checked from here
             if error == ErrorCode.TRANSACTION_ABORTABLE:
                 failed[i] = ProduceResult(ErrorCode.TRANSACTION_ABORTABLE if version >= 11
                                           else ErrorCode.INVALID_TXN_STATE,

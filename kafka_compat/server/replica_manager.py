@@ -79,11 +79,13 @@ class ReplicaManager:
                  produce_purge_interval: int = 1000, broker_topic_stats: BrokerTopicStats | None = None,
                  metadata_cache: MetadataCache | None = None,
                  alter_partition_manager=None, fetcher_manager_factory: Callable | None = None,
-                 inter_broker_listener: str | None = None, replica_lag_time_max_ms: int = 30000):
+                 inter_broker_listener: str | None = None, replica_lag_time_max_ms: int = 30000,
+                 rack_aware_reads: bool = False):
         """A single node needs only the first arguments (and the BrokerTopicStats its metrics read).
         A cluster member also gets the MetadataCache (leaders' addresses on ``inter_broker_listener``,
         which brokers are alive), the AlterPartitionManager its partitions propose ISR changes through,
-        and ``fetcher_manager_factory(replica_manager)`` building its ReplicaFetcherManager."""
+        and ``fetcher_manager_factory(replica_manager)`` building its ReplicaFetcherManager;
+        ``rack_aware_reads``: replica.selector.class is Kafka's RackAwareReplicaSelector (KIP-392)."""
         self.broker_id = broker_id
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
         self.isr_change_meters = IsrChangeMeters()      # mark_shrink()/mark_expand() where the ISR changes
@@ -103,6 +105,7 @@ class ReplicaManager:
         self.alter_partition_manager = alter_partition_manager
         self.inter_broker_listener = inter_broker_listener
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.rack_aware_reads = rack_aware_reads and metadata_cache is not None
         self.fetcher_manager: ReplicaFetcherManager | None = (
             fetcher_manager_factory(self) if fetcher_manager_factory is not None else None)
         self._awaiting_leader: set[tuple[str, int]] = set()    # followers whose leader has no known address yet
@@ -203,7 +206,9 @@ class ReplicaManager:
         """Host a partition: its log is created (or found, after a restart) and its high watermark
         starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
         KafkaError (KAFKA_STORAGE_ERROR) and nothing is hosted."""
-        log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+        # a log loaded at startup has its config: working it out again per partition costs seconds at 50,000
+        log_ = self.log_manager.get_log(topic, index) or \
+            self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
         hw = self._hw_checkpoints.pop((topic, index), None)
         if hw is not None:
             log_.update_high_watermark(hw)
@@ -516,7 +521,7 @@ class ReplicaManager:
             return results
         total = 0
         for r in results:
-            if r.error_code or r.diverging_epoch is not None:
+            if r.error_code or r.diverging_epoch is not None or r.preferred_read_replica >= 0:
                 return results
             total += r.info.records.size
         if total >= params.min_bytes:
@@ -541,16 +546,28 @@ class ReplicaManager:
                 stats.all_topics.failed_fetch_requests += 1
                 out.append(LogReadResult(self._not_hosted_error(topic, index), None, -1, -1, -1, -1))
                 continue
+            if params.client_rack and self.rack_aware_reads:
+                preferred = partition.preferred_read_replica(params.client_rack, info.fetch_offset, self._rack_of)
+                if preferred >= 0:      # KIP-392: nothing read here, the consumer goes to that replica
+                    out.append(LogReadResult(ErrorCode.NONE, None, partition.high_watermark,
+                                             partition.log_start_offset, partition.log_end_offset,
+                                             partition.last_stable_offset, preferred_read_replica=preferred))
+                    continue
             min_one = params.min_one_message_always or remaining == params.max_bytes
             result = partition.fetch_records(params.replica_id, info.fetch_offset,
                                              max(min(info.max_bytes, remaining), 0), isolation,
                                              info.current_leader_epoch, info.last_fetched_epoch, min_one,
-                                             info.log_start_offset)
+                                             info.log_start_offset, params.fetch_only_from_leader)
             if result.info is not None:
                 remaining -= result.info.records.size
             stats.record_fetch(topic, result.error_code != 0)
             out.append(result)
         return out
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        """An alive broker's broker.rack (None: no rack, or not alive)."""
+        broker = self.metadata_cache.brokers.get(broker_id)
+        return broker.rack if broker is not None else None
 
     # -- reads for coordinators (loading __consumer_offsets, __transaction_state) ---------------
     def read_local(self, topic: str, index: int, offset: int, max_bytes: int,

@@ -47,7 +47,9 @@ class TransactionCoordinator:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, producer_ids,
                  write_markers: MarkerWriter, *, clock: Callable[[], int] = now_ms, send_remote=None,
                  elect_locally: bool = True):
-        """``elect_locally``: a single node coordinates every partition it leads as soon as the topic exists."""
+        """``elect_locally``: a single node coordinates every partition it leads as soon as the topic exists;
+        otherwise (a cluster) LeaderAndIsr says which partitions to load (on_become_leader / on_resign) and
+        ``send_remote(broker id, markers)`` carries markers to partitions led by other brokers."""
         self.config = config
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
@@ -55,7 +57,7 @@ class TransactionCoordinator:
         self.clock = clock
         self.elect_locally = elect_locally
         self.state_manager = TransactionStateManager(config, broker_id, replica_manager, metadata_cache, controller,
-                                                     clock)
+                                                     clock, cluster=not elect_locally)
         self.marker_manager = TransactionMarkerChannelManager(broker_id, metadata_cache, self.state_manager,
                                                               write_markers, send_remote)
         self.offsets_partitions = config["offsets.topic.num.partitions"]
@@ -115,7 +117,10 @@ class TransactionCoordinator:
                 self.on_become_leader(index, state.leader_epoch)
 
     def on_become_leader(self, partition: int, coordinator_epoch: int) -> None:
-        """This broker now leads ``partition`` of `__transaction_state`: load it, then finish what it left decided."""
+        """This broker now leads ``partition`` of `__transaction_state` (at leader epoch ``coordinator_epoch``):
+        load it, then finish what it left decided. An election already loaded here is not loaded again."""
+        if not self.active or not self.state_manager.should_load(partition, coordinator_epoch):
+            return
         self.state_manager.loading[partition] = coordinator_epoch     # answers LOAD_IN_PROGRESS at once
         self._spawn(self._load(partition, coordinator_epoch))
 
@@ -134,9 +139,11 @@ class TransactionCoordinator:
             transit = md.prepare_complete(self.clock())
             self.marker_manager.add_txn_markers_to_send(entry.coordinator_epoch, committed, md, transit, partitions)
 
-    def on_resign(self, partition: int) -> None:
-        """Another broker leads ``partition`` now: forget its ids (their marker sends stop by themselves)."""
-        self.state_manager.remove_transactions_for_partition(partition)
+    def on_resign(self, partition: int, leader_epoch: int = -1) -> None:
+        """Another broker leads ``partition`` now (at ``leader_epoch``; -1: unknown): forget its ids (their
+        marker sends stop by themselves, the new coordinator sends them again)."""
+        if self.state_manager.remove_transactions_for_partition(partition, leader_epoch):
+            log.info("resigned as transaction coordinator of %s-%d", TRANSACTION_STATE_TOPIC_NAME, partition)
 
     def find_coordinator(self, transactional_id: str) -> tuple[int, int]:
         """(error, broker id) of the coordinator of ``transactional_id``: the leader of its partition."""

@@ -83,15 +83,15 @@ class TransactionMarkerChannelManager:
                     leader = self._leader_of(*tp)
                     if leader is not None:
                         by_leader.setdefault(leader, []).append(tp)
+                sends = []
                 for leader, tps in by_leader.items():
                     marker = TxnMarker(transit.producer_id, transit.producer_epoch, committed, coordinator_epoch,
                                        tuple(tps))
                     if leader == self.broker_id:
-                        results = await self.write_local([marker])
+                        sends.append(self.write_local([marker]))
                     elif self.send_remote is not None:
-                        results = await self.send_remote(leader, [marker])
-                    else:
-                        continue
+                        sends.append(self.send_remote(leader, [marker]))
+                for results in await asyncio.gather(*sends):      # every leader at once
                     for tp, error in results[0].items():
                         if error == E.NONE or error in _SKIPPED:
                             pending.discard(tp)

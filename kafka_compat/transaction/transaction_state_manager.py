@@ -10,6 +10,7 @@ NOT_COORDINATOR. Every transition is appended with acks=-1 before it takes effec
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from typing import Callable, NamedTuple
@@ -93,8 +94,11 @@ def read_transaction_partition(replica_manager, index: int, load_buffer_size: in
 
 class TransactionStateManager:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller,
-                 clock: Callable[[], int] = now_ms):
+                 clock: Callable[[], int] = now_ms, cluster: bool = False):
+        """``cluster``: the topic gets its full replication factor or is not created (Kafka refuses it
+        until that many brokers are alive); a single node makes it with what it has."""
         cfg = config
+        self.cluster = cluster
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -111,6 +115,7 @@ class TransactionStateManager:
         self.owned: dict[int, TxnMetadataCacheEntry] = {}
         self.loading: dict[int, int] = {}       # partition -> coordinator epoch being loaded
         self._load_tasks: dict[int, asyncio.Task] = {}
+        self._creating: asyncio.Future | None = None
         # Ids are cached per topic size: __transaction_state's partition count is fixed once created.
         self._partition_of: dict[str, int] = {}
 
@@ -125,20 +130,30 @@ class TransactionStateManager:
         return self.metadata_cache.get_topic(TRANSACTION_STATE_TOPIC_NAME) is not None
 
     def ensure_topic(self) -> bool:
-        """Create `__transaction_state` on first need, with Kafka's forced configs; False if it cannot be."""
+        """Create `__transaction_state` on first need, with Kafka's forced configs; False while it is not
+        there (it cannot be created now, or a cluster's controller is still creating it)."""
         topic = self.metadata_cache.get_topic(TRANSACTION_STATE_TOPIC_NAME)
         if topic is not None:
-            self.num_partitions = topic.partitions
+            if topic.partitions != self.num_partitions:
+                self.num_partitions = topic.partitions
+                self._partition_of.clear()
             return True
-        alive = max(1, len(self.metadata_cache.alive_brokers()))
-        rf = min(self.replication_factor, alive)
+        if self._creating is not None and not self._creating.done():
+            return False
+        rf = self.replication_factor
+        if not self.cluster:
+            rf = min(rf, max(1, len(self.metadata_cache.alive_brokers())))
         configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
                    "unclean.leader.election.enable": "false", "segment.bytes": str(self.segment_bytes),
                    "min.insync.replicas": str(min(self.min_isr, rf))}
         try:
-            self.controller.create_topic(TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, rf, configs)
+            created = self.controller.create_topic(TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, rf, configs)
         except Exception:
             log.exception("cannot create %s", TRANSACTION_STATE_TOPIC_NAME)
+            return False
+        if inspect.isawaitable(created):    # a cluster: the leaders arrive by LeaderAndIsr, loads follow them
+            self._creating = asyncio.ensure_future(created)
+            self._creating.add_done_callback(_creation_done)
             return False
         log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME, self.num_partitions)
         self._partition_of.clear()
@@ -216,6 +231,13 @@ class TransactionStateManager:
         return error
 
     # ------------------------------------------------------------ leadership
+    def should_load(self, partition: int, coordinator_epoch: int) -> bool:
+        """A partition already loaded or loading here at this epoch or a newer one is not loaded again."""
+        held = self.loading.get(partition)
+        if held is None and partition in self.owned:
+            held = self.owned[partition].coordinator_epoch
+        return held is None or coordinator_epoch < 0 or coordinator_epoch > held
+
     async def load_transactions_for_partition(self, partition: int, coordinator_epoch: int
                                               ) -> list[CoordinatorEpochAndTxnMetadata] | None:
         """Replay a partition we now lead; returns its transactions in PrepareCommit/PrepareAbort
@@ -239,9 +261,17 @@ class TransactionStateManager:
         return [CoordinatorEpochAndTxnMetadata(coordinator_epoch, md) for md in found.values()
                 if md.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)]
 
-    def remove_transactions_for_partition(self, partition: int) -> None:
+    def remove_transactions_for_partition(self, partition: int, leader_epoch: int = -1) -> bool:
+        """Forget a partition another broker leads now; False (kept) when ``leader_epoch`` is older than
+        the election that loaded it here (a late resignation)."""
+        held = self.loading.get(partition)
+        if held is None and partition in self.owned:
+            held = self.owned[partition].coordinator_epoch
+        if leader_epoch >= 0 and held is not None and held > leader_epoch:
+            return False
         self.loading.pop(partition, None)
         self.owned.pop(partition, None)
+        return True
 
     # ------------------------------------------------------------ timeouts
     def timed_out_transactions(self) -> list[tuple[str, int, int]]:
@@ -270,3 +300,8 @@ class TransactionStateManager:
     async def shutdown(self) -> None:
         self.owned.clear()
         self.loading.clear()
+
+
+def _creation_done(future: asyncio.Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC_NAME, future.exception())

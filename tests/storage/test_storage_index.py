@@ -23,6 +23,29 @@ def test_new_index_files_are_preallocated_to_whole_entries_at_their_first_entry(
     assert os.path.getsize(idx.path) == 8 and os.path.getsize(tidx.path) == 12
 
 
+def test_a_reopened_index_grows_at_its_next_entry_not_when_made_active(tmp_path):
+    """Loading makes the last segment's indexes active again (room for segment.index.bytes); the
+    files grow only when an entry is written, so a partition loaded and closed idle never
+    resizes them (two system calls each way per partition at startup and shutdown)."""
+    idx = OffsetIndex(str(tmp_path / "0.index"), 0, 1000)
+    idx.append(3, 0)
+    idx.append(9, 100)
+    idx.close()
+    again = OffsetIndex(idx.path, 0, 1000)
+    again.resize(1000)
+    assert (again.entries, again.max_entries, os.path.getsize(idx.path)) == (2, 125, 16)
+    assert again.lookup(9) == (9, 100)                 # reading needs no growth
+    again.close()
+    assert os.path.getsize(idx.path) == 16
+    third = OffsetIndex(idx.path, 0, 1000)
+    third.resize(1000)
+    third.append(20, 200)
+    assert os.path.getsize(idx.path) == 1000 and third.lookup(25) == (20, 200)
+    third.close()
+    assert os.path.getsize(idx.path) == 24
+    assert OffsetIndex(idx.path, 0, 1000).lookup(25) == (20, 200)
+
+
 def test_offset_index_lookup_finds_largest_entry_at_or_below(tmp_path):
     idx = OffsetIndex(str(tmp_path / "100.index"), 100, 800)
     for i in range(10):

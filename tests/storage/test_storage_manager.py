@@ -79,6 +79,28 @@ def test_unclean_shutdown_recovers_from_the_recovery_point(tmp_path, clock):
     m2.shutdown()
 
 
+def test_unclean_shutdown_recovers_logs_on_the_recovery_threads(tmp_path, clock, caplog):
+    """num.recovery.threads.per.data.dir: each torn log is recovered, on the recovery threads."""
+    m = manager(tmp_path, clock, dirs=1)
+    m.startup(background=False)
+    for p in range(6):
+        lg = m.get_or_create_log("t", p)
+        for _ in range(p + 1):
+            lg.append_as_leader(batch(2), 0)
+    paths = [m.get_log("t", p).active_segment.log_path for p in range(6)]
+    for path in paths:   # crash: no shutdown, every last batch torn
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) - 5)
+    m2 = manager(tmp_path, clock, dirs=1, recovery_threads_per_data_dir=3)
+    with caplog.at_level("WARNING", logger="kafka_compat.storage"):
+        m2.startup(background=False)
+    for p in range(6):
+        assert [r.offset for r in read_records(m2.get_log("t", p))] == list(range(2 * p))
+    torn = [r for r in caplog.records if "torn batch" in r.getMessage()]
+    assert len(torn) == 6 and all(r.threadName.startswith("log-recovery") for r in torn)
+    m2.shutdown()
+
+
 def test_background_retention_and_flush_ms(tmp_path, clock):
     config = LogConfig(segment_bytes=400, retention_ms=1000, flush_ms=0, file_delete_delay_ms=0)
     m = manager(tmp_path, clock, dirs=1, config=config, retention_check_interval_ms=10,

@@ -106,6 +106,91 @@ def test_damage_in_an_earlier_segment_drops_everything_after_it(make_log):
     assert not os.path.exists(segment_paths(directory, bases[2])[0])
 
 
+@pytest.mark.parametrize("bit", [0, 1, 5, 20, 40, 62])
+@pytest.mark.parametrize("where", ["middle", "first"])
+def test_a_flipped_base_offset_is_cut_at_that_batch(make_log, bit, where):
+    """The base offset lies outside the batch checksum: a flipped bit shows only in the offsets
+    (going backwards, leaving a gap, not fitting the segment), and recovery cuts there."""
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    starts = batch_starts(log_path)
+    n = 2 if where == "middle" else 0
+    with open(log_path, "r+b") as f:
+        f.seek(starts[n])
+        base = struct.unpack(">q", f.read(8))[0]
+        f.seek(starts[n])
+        f.write(struct.pack(">q", base ^ (1 << bit)))
+    lg = make_log(recovery_point=bases[-1], **CONFIG)
+    assert os.path.getsize(log_path) == starts[n]
+    assert lg.log_end_offset == bases[-1] + 3 * n
+    assert [r.offset for r in read_records(lg)] == list(range(lg.log_end_offset))
+    assert_consistent(lg)
+    lg.append_as_leader(batch(1), 0)
+    assert read_records(lg)[-1].offset == bases[-1] + 3 * n
+
+
+def write_epochs(make_log, epochs):
+    lg = make_log(**CONFIG)
+    for epoch in epochs:
+        lg.append_as_leader(batch(3, value=b"v" * 20), epoch)
+    bases = [s.base_offset for s in lg.segments]
+    lg.close()
+    return lg.dir, bases
+
+
+@pytest.mark.parametrize("bit, cut_at", [(4, 2), (30, 2), (1, 2)])
+def test_a_flipped_leader_epoch_is_cut_where_the_epochs_stop_making_sense(make_log, bit, cut_at):
+    """The partition leader epoch is outside the checksum as well. Epochs 3,3,3,5,5 with the third
+    batch's flipped: up (bits 4, 30) it is a lone batch above the next one's and is cut; down (bit 1:
+    3 -> 1) it is the fall that is cut. Either way no wrong epoch reaches the epoch cache."""
+    directory, bases = write_epochs(make_log, [3, 3, 3, 5, 5])
+    assert len(bases) == 1
+    log_path = segment_paths(directory, bases[0])[0]
+    starts = batch_starts(log_path)
+    with open(log_path, "r+b") as f:
+        f.seek(starts[2] + 12)
+        epoch = struct.unpack(">i", f.read(4))[0]
+        f.seek(starts[2] + 12)
+        f.write(struct.pack(">i", epoch ^ (1 << bit)))
+    lg = make_log(**CONFIG)
+    assert lg.log_end_offset == 3 * cut_at and os.path.getsize(log_path) == starts[cut_at]
+    assert [r.offset for r in read_records(lg)] == list(range(3 * cut_at))
+    assert lg.latest_epoch == 3 and lg.leader_epoch_cache.entries == [(3, 0)]
+    assert_consistent(lg)
+
+
+def test_a_segment_cut_at_a_batch_boundary_drops_the_later_ones(make_log):
+    """Whole batches but fewer offsets than the next segment's base: the offsets between are
+    gone, so the later segments go too rather than serve a log with a hole in it."""
+    directory, bases = write(make_log, **CONFIG)
+    assert len(bases) >= 3
+    log_path = segment_paths(directory, bases[1])[0]
+    starts = batch_starts(log_path)
+    with open(log_path, "r+b") as f:
+        f.truncate(starts[2])
+    lg = make_log(recovery_point=bases[1], **CONFIG)
+    assert [s.base_offset for s in lg.segments] == bases[:2]
+    assert lg.log_end_offset == bases[1] + 2 * 3
+    assert [r.offset for r in read_records(lg)] == list(range(lg.log_end_offset))
+    assert not os.path.exists(segment_paths(directory, bases[2])[0])
+
+
+def test_a_log_the_cleaner_wrote_keeps_its_gaps(make_log):
+    """Gaps are how compaction leaves a log: once the cleaner checkpoint names the partition
+    (its policy may be delete now), recovery keeps batches that do not follow each other."""
+    directory, bases = write(make_log, count=6, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    with open(log_path, "rb") as f:
+        data = f.read()
+    starts = batch_starts(log_path) + [len(data)]
+    with open(log_path, "wb") as f:   # the cleaner removed the second batch
+        f.write(data[:starts[1]] + data[starts[2]:])
+    with open(os.path.join(os.path.dirname(directory), "cleaner-offset-checkpoint"), "w") as f:
+        f.write("0\n1\nt 0 9\n")
+    lg = reopen(make_log)
+    assert [r.offset for r in read_records(lg)] == [0, 1, 2] + list(range(6, 18))
+
+
 @pytest.mark.parametrize("damage", ["garbage", "zeros", "partial", "missing", "missing-time"])
 def test_damaged_or_missing_indexes_are_rebuilt(make_log, damage):
     directory, bases = write(make_log, **CONFIG)
