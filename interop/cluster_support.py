@@ -93,11 +93,13 @@ def wait_all_registered(cluster: EmbeddedCluster) -> None:
     wait_for_metadata(cluster)
 
 
-def read_all(cluster: EmbeddedCluster, topic: str, partitions: int) -> dict[int, list[tuple[int, bytes]]]:
-    """Every record of every partition from the beginning to the high watermark: {partition: [(offset, value)]}."""
+def read_all(cluster: EmbeddedCluster, topic: str, partitions: int,
+             config: dict | None = None) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of every partition from the beginning to the high watermark: {partition: [(offset, value)]}.
+    ``config``: more consumer settings (a secured cluster's login)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"read-{time.monotonic_ns()}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True, **(config or {})})
     try:
         ends = {}
         deadline = time.monotonic() + WAIT

@@ -1,4 +1,4 @@
-"""`kafka-compat serve | cluster | dump-log`: the command line.
+"""`kafka-compat serve | cluster | configs | dump-log`: the command line.
 
 `serve` with no arguments runs a single node with embedded defaults: data in
 ./kafka-compat-data, listening on 127.0.0.1:9092. A `server.properties` file
@@ -63,15 +63,9 @@ class ZkControllerService:
         self.admin_manager = admin_manager
 
     def api_handlers(self) -> list:
-        from .server.controller_apis import (
-            AlterPartitionApi,
-            ControlledShutdownApi,
-            PartitionReassignmentsApi,
-            ZkElectLeadersApi,
-        )
-        c = self.controller
-        return [ControlledShutdownApi(c), AlterPartitionApi(c),
-                ZkElectLeadersApi(c, self.links.metadata_cache, self.admin_manager), PartitionReassignmentsApi(c)]
+        from .server.controller_apis import controller_api_handlers
+        return controller_api_handlers(self.controller, self.links.metadata_cache, self.admin_manager,
+                                       self.links.auth)
 
 
 def _zk_admin_manager(links, service):
@@ -159,6 +153,7 @@ def run_cluster(brokers: int, overrides: list[str], data_dir: str | None, broker
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .security import config_command
     ap = argparse.ArgumentParser(prog="kafka-compat", description="A Kafka-compatible broker.")
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run a broker")
@@ -175,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--broker-override", "-b", action="append", default=[], metavar="ID:NAME=VALUE",
                    help="a broker property for one broker, e.g. -b 0:broker.rack=RACK0")
     c.add_argument("--data-dir", help="keep data here (default: a temporary directory, removed at exit)")
+    config_command.add_parser(sub)
     d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
     d.add_argument("files", nargs="+")
     d.add_argument("--print-data-log", action="store_true")
@@ -182,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dump-log":
         from kafka_compat.storage.dump import main as dump_main
         return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
+    if args.command == "configs":
+        try:
+            config_command.run(args)
+        except (ValueError, OSError) as e:      # bad arguments, or ZooKeeper unreachable
+            print(f"kafka-compat configs: {e}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "cluster":
         if args.brokers < 1:
             print("kafka-compat: --brokers must be at least 1", file=sys.stderr)

@@ -369,12 +369,15 @@ class EmbeddedCluster(_Started):
 
     def __init__(self, brokers: int = 3, overrides: dict | None = None, *, chroot: str = "/kafka",
                  broker_overrides: dict[int, dict] | None = None, data_dir: str | None = None,
-                 zookeeper: EmbeddedZooKeeper | None = None, network_faults: bool = False,
-                 disks: dict[int, int] | None = None):
-        """``network_faults``: brokers reach ZooKeeper and each other through links of a
-        faults.proxy.LinkProxy, for partition/isolate/heal. ``disks``: {broker id: bytes}, that
-        broker's log directory on a small filesystem of its own (faults.disk.LoopDisk, needs root),
-        for fill_disk/free_disk and slow_disk/fast_disk."""
+                 zookeeper: EmbeddedZooKeeper | None = None, listeners: dict[str, str] | None = None,
+                 network_faults: bool = False, disks: dict[int, int] | None = None):
+        """``listeners``: every broker's listeners as EmbeddedBroker takes them (the first is ``bootstrap``).
+        ``network_faults``: brokers reach ZooKeeper and each other through links of a
+        faults.proxy.LinkProxy, for partition/isolate/heal (its own listeners, so not with ``listeners``).
+        ``disks``: {broker id: bytes}, that broker's log directory on a small filesystem of its own
+        (faults.disk.LoopDisk, needs root), for fill_disk/free_disk and slow_disk/fast_disk."""
+        if network_faults and listeners:
+            raise ValueError("network_faults brings its own listeners; give one or the other")
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-cluster-")
         self._own_zookeeper = zookeeper is None
@@ -389,12 +392,13 @@ class EmbeddedCluster(_Started):
             props.update((broker_overrides or {}).get(i, {}))
             props["broker.id"] = i
             broker_dir = os.path.join(self.data_dir, f"broker-{i}")
-            listeners = None
+            broker_listeners = listeners
             if network_faults:       # BROKER<j>: the listener broker j reaches this one on, through link j->i
-                listeners = {"PLAINTEXT": "PLAINTEXT", **{f"BROKER{j}": "PLAINTEXT" for j in range(brokers)}}
+                broker_listeners = {"PLAINTEXT": "PLAINTEXT", **{f"BROKER{j}": "PLAINTEXT" for j in range(brokers)}}
                 props["inter.broker.listener.name"] = f"BROKER{i}"
             log_dir = os.path.join(broker_dir, "disk", "logs") if i in (disks or {}) else None
-            self.brokers.append(EmbeddedBroker(props, data_dir=broker_dir, listeners=listeners, log_dir=log_dir))
+            self.brokers.append(EmbeddedBroker(props, data_dir=broker_dir, listeners=broker_listeners,
+                                               log_dir=log_dir))
         self._zk = None
         self.proxy = None
         self.network_faults = network_faults

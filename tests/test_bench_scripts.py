@@ -1,5 +1,5 @@
-"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py and bench/cluster.py still run,
-floors included.
+"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py, bench/cluster.py and
+bench/cluster_security.py still run, floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
 work and that their reference loops do the same work as the code they are set against.
@@ -71,6 +71,19 @@ def test_cluster_bench_scale_scenario():
     assert scale["scenario"] == "scale" and scale["records"] == 2000
     for side in ("one_broker", "cluster"):
         assert scale[side]["mb_per_s"] > 0 and scale[side]["client_busiest_thread"]
+
+
+def test_cluster_security_bench_runs_both_sides():
+    """bench/cluster_security.py's plumbing: a PLAINTEXT and a SASL_SSL inter-broker cluster each take the
+    records (acks=all, so every side's replication worked), and the ratio line is there."""
+    if zookeeper_missing():
+        pytest.skip(zookeeper_missing())
+    out = subprocess.run([sys.executable, "bench/cluster_security.py", "--records", "2000", "--rounds", "1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (row,) = _json_lines(out.stdout)
+    assert row["scenario"] == "inter_broker_security" and row["records"] == 2000
+    assert row["plaintext"]["mb_per_s"] > 0 and row["sasl_ssl"]["mb_per_s"] > 0 and row["ratio_mb_per_s"] > 0
 
 
 def test_security_bench_runs_every_case():

@@ -98,8 +98,9 @@ def test_scram_client_checks_the_server_signature():
     assert client.initial() == b"n,,n=bob,r=cnonce"
     salt = b"0123456789abcdef"
     final = client.evaluate(f"r=cnonceSRV,s={base64.b64encode(salt).decode()},i=4096".encode())
-    with pytest.raises(SaslClientError, match="invalid server signature"):
-        client.evaluate(b"v=" + base64.b64encode(b"\0" * 32))
+    for bad in (b"v=" + base64.b64encode(b"\0" * 32), b"v=***", b"x=1", "v=\u00e9".encode()):
+        with pytest.raises(SaslClientError, match="invalid server signature"):
+            client.evaluate(bad)
     # the proof, computed here straight from RFC 5802's formulas
     salted = hashlib.pbkdf2_hmac("sha256", b"bob-secret", salt, 4096)
     client_key = hmac.new(salted, b"Client Key", "sha256").digest()
@@ -113,7 +114,11 @@ def test_scram_client_checks_the_server_signature():
     (b"r=othernonce,s=c2FsdA==,i=4096", "nonce"),
     (b"r=cnonce,s=c2FsdA==,i=4096", "nonce"),               # not extended by the server
     (b"r=cnonceX,s=c2FsdA==,i=100", "iterations"),
+    (b"r=cnonceX,s=c2FsdA==,i=100000000", "iterations"),     # a server making us hash for minutes
+    (b"r=cnonceX,s=c2FsdA==,i=" + b"9" * 5000, "invalid server-first"),
     (b"r=cnonceX,i=4096", "invalid server-first"),
+    (b"r=cnonceX,s=not*base64!,i=4096", "salt is not base64"),
+    (b"\xff\xfe", "nonce"),
 ])
 def test_scram_client_refuses_a_bad_server_first(server_first, message):
     with pytest.raises(SaslClientError, match=message):

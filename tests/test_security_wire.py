@@ -20,6 +20,7 @@ import pytest
 from secure_broker import (
     ADMIN,
     DESCRIBE,
+    PLAIN_USERS,
     PREFIXED,
     READ,
     SCRAM_USERS,
@@ -37,6 +38,7 @@ from secure_broker import (
 )
 from wire import AsyncWireClient, decode_response, encode_request
 
+from kafka_compat.network.client import AuthenticationError, NetworkClient, Node
 from kafka_compat.network.client_channel import ChannelError, open_channel
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
@@ -357,6 +359,72 @@ def test_the_inter_broker_client_logs_in_with_the_listeners_settings(broker, tls
         assert (await client.call(3, 12, MetadataRequest(topics=[]))).cluster_id
         await client.close()
     run(go())
+
+
+@pytest.mark.parametrize("listener, user, mechanism", [("SSL", None, None), ("SASL_PLAINTEXT", "alice", "PLAIN"),
+                                                      ("SASL_SSL", "carol", "SCRAM-SHA-512")])
+def test_the_inter_broker_network_client_secures_its_connections(broker, listener, user, mechanism):
+    """network/client.NetworkClient (replica fetchers, the controller's channel, AlterPartition) with a
+    ClientSecurity: TLS on 127.0.0.1 checked against the CA, then the SASL login, then requests; the
+    broker answers as the logged-in principal (carol may not describe ACLs, admin may)."""
+    async def go():
+        password = PLAIN_USERS.get(user) or SCRAM_USERS.get(user)
+        client = NetworkClient("inter-broker-test", security=security(broker, listener, user, password, mechanism))
+        node = Node(7, "127.0.0.1", int(broker.bootstrap_for(listener).split(":")[1]))
+        try:
+            metadata = await client.send(node, 3, 12, MetadataRequest(topics=[]))
+            acls = await client.send(node, 29, 3, DescribeAclsRequest(
+                resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1))
+        finally:
+            await client.close()
+        return metadata.cluster_id, acls.error_code
+    cluster_id, acls = run(go())
+    assert cluster_id and acls == E.CLUSTER_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("listener, password, ca", [("SASL_SSL", "wrong", None), ("SASL_PLAINTEXT", "wrong", None),
+                                                    ("SASL_SSL", "carol-secret", "untrusted")])
+def test_the_network_client_reports_a_refused_login_and_backs_off(broker, listener, password, ca):
+    """A wrong password (the broker's SASL_AUTHENTICATION_FAILED) or a broker certificate we do not trust is
+    an AuthenticationError, never a connection the fetchers would use; the next attempt waits a backoff."""
+    async def go():
+        sec = security(broker, listener, "carol", password, "SCRAM-SHA-512",
+                       ca=broker.tls.untrusted_ca_path if ca else None)
+        client = NetworkClient("inter-broker-test", security=sec, reconnect_backoff_ms=50)
+        node = Node(7, "127.0.0.1", int(broker.bootstrap_for(listener).split(":")[1]))
+        errors = []
+        try:
+            for _ in range(2):
+                with pytest.raises(AuthenticationError) as failed:
+                    await client.send(node, 3, 12, MetadataRequest(topics=[]))
+                errors.append(str(failed.value))
+            return errors, client._attempts[node.node_id][1], client.is_ready(node.node_id)
+        finally:
+            await client.close()
+    errors, failures, ready = run(go())
+    assert failures == 2 and not ready
+    assert all(("certificate" in e if ca else "carol" in e and "wrong" not in e) for e in errors), errors
+
+
+def test_the_network_client_logs_in_again_before_its_session_ends(broker):
+    """SASL_SSL grants 3 s sessions: an idle connection past most of its session is replaced by a new login,
+    so requests keep being answered (an expired session would be closed by the broker)."""
+    async def go():
+        client = NetworkClient("inter-broker-test", security=security(broker, "SASL_SSL", "bob", "bob-secret",
+                                                                          "SCRAM-SHA-256"))
+        node = Node(7, "127.0.0.1", int(broker.bootstrap_for("SASL_SSL").split(":")[1]))
+        try:
+            answers, connections = [], []
+            for _ in range(3):
+                answers.append((await client.send(node, 3, 12, MetadataRequest(topics=[]))).cluster_id)
+                connections.append(client._connections[node.node_id])
+                await asyncio.sleep(2.7)        # past 85% of the 3 s session
+            return answers, connections
+        finally:
+            await client.close()
+    answers, connections = run(go())
+    assert all(answers) and len({id(c) for c in connections}) == 3
+    assert all(c.reauthenticate_at < float("inf") for c in connections)
 
 
 # -- re-authentication (KIP-368) ----------------------------------------------------------

@@ -60,14 +60,18 @@ def make_ca(common_name: str = "kafka-compat test CA") -> Issued:
     return Issued(cert, key)
 
 
-def issue(ca: Issued, subject: x509.Name, server: bool = False, kind: str = "rsa") -> Issued:
+def issue(ca: Issued, subject: x509.Name, server: bool = False, kind: str = "rsa", client: bool = False) -> Issued:
+    """``server`` certificates are for serverAuth (and localhost/127.0.0.1); ``client`` adds clientAuth to
+    one, for a broker that also presents it to other brokers (mutual TLS between brokers)."""
     key = _key(kind)
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    if client or not server:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
-               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH if server
-                                                     else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+               .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
     if server:
         builder = builder.add_extension(x509.SubjectAlternativeName([
             x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)

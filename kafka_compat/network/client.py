@@ -14,6 +14,15 @@ allocate more than ``max_response_bytes`` for one answer.
 `ThreadSafeSender` is the face for threads other than the event loop's (the
 ZooKeeper controller's event thread): ``send(broker, api_key, api_version,
 body)`` returns a ``concurrent.futures.Future`` of the response body.
+
+A client built with a `ClientSecurity` (the inter-broker listener's settings)
+secures each connection before its first request, as Kafka's channel builders
+do: TLS (trust store, host name, our certificate for mutual TLS), then SASL
+(SaslHandshake, SaslAuthenticate rounds driven by the sans-I/O
+SaslClientAuthenticator) on the same connection. A login the peer refuses is an
+`AuthenticationError` and backs off like any failed connect. When the peer
+grants a session lifetime (connections.max.reauth.ms, KIP-368), an idle
+connection is replaced by a freshly authenticated one before the session ends.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import itertools
 import logging
 import random
 import socket
+import ssl
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -35,11 +45,15 @@ from ..protocol.frames import (
     encode_request,
     response_correlation_id,
 )
+from ..security.sasl_client import ClientSecurity, SaslClientError
+from .client_channel import sasl_exchange
+
+REAUTH_FRACTION = 0.85          # re-login when this share of the granted session lifetime has passed
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Node", "NetworkClient", "ThreadSafeSender", "DisconnectedError", "RequestTimeoutError",
-           "InvalidResponse"]
+__all__ = ["Node", "NetworkClient", "ThreadSafeSender", "DisconnectedError", "AuthenticationError",
+           "RequestTimeoutError", "InvalidResponse"]
 
 
 class Node(NamedTuple):
@@ -50,6 +64,10 @@ class Node(NamedTuple):
 
 class DisconnectedError(ConnectionError):
     """The connection failed, or closed before the answer came: the request may or may not have been applied."""
+
+
+class AuthenticationError(DisconnectedError):
+    """The peer refused our SASL login (or its TLS certificate failed our checks); the connection is closed."""
 
 
 class RequestTimeoutError(TimeoutError):
@@ -70,6 +88,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.in_flight: dict[int, tuple[int, int, asyncio.Future]] = {}
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.reauthenticate_at = float("inf")      # monotonic time to replace an idle connection (KIP-368)
 
     # -- asyncio callbacks
     def connection_made(self, transport):
@@ -150,8 +169,10 @@ class NetworkClient:
 
     def __init__(self, client_id: str = "kafka-compat", *, request_timeout_ms: int = 30000,
                  connection_setup_timeout_ms: int = 10000, reconnect_backoff_ms: int = 50,
-                 reconnect_backoff_max_ms: int = 1000, max_response_bytes: int = DEFAULT_MAX_FRAME):
+                 reconnect_backoff_max_ms: int = 1000, max_response_bytes: int = DEFAULT_MAX_FRAME,
+                 security: ClientSecurity | None = None):
         self.client_id = client_id
+        self.security = security or ClientSecurity()
         self.request_timeout_ms = request_timeout_ms
         self.connection_setup_timeout_ms = connection_setup_timeout_ms
         self.reconnect_backoff_ms = reconnect_backoff_ms
@@ -202,6 +223,12 @@ class NetworkClient:
         if self.closed:
             raise DisconnectedError("the client is closed")
         connection = self._connections.get(node.node_id)
+        if (connection is not None and not connection.in_flight
+                and time.monotonic() >= connection.reauthenticate_at):
+            self._connections.pop(node.node_id, None)    # its session ends soon: log in again on a new one
+            connection.closed = True
+            connection.transport.close()
+            connection = None
         if connection is not None and not connection.closed and connection.node == node:
             return connection
         if connection is not None and connection.node != node:
@@ -229,14 +256,30 @@ class NetworkClient:
             await asyncio.sleep(wait)
         self._attempts[node.node_id] = (time.monotonic(), failures)
         loop = asyncio.get_running_loop()
+        context = self.security.ssl_context
         try:
             _, connection = await asyncio.wait_for(
-                loop.create_connection(lambda: _Connection(node, self.max_response_bytes), node.host, node.port),
+                loop.create_connection(lambda: _Connection(node, self.max_response_bytes), node.host, node.port,
+                                       ssl=context, server_hostname=node.host if context is not None else None),
                 self.connection_setup_timeout_ms / 1000)
+        except ssl.SSLError as e:
+            self._attempts[node.node_id] = (time.monotonic(), failures + 1)
+            raise AuthenticationError(f"TLS with node {node.node_id} at {node.host}:{node.port} failed: {e}") from e
         except (OSError, asyncio.TimeoutError) as e:
             self._attempts[node.node_id] = (time.monotonic(), failures + 1)
             raise DisconnectedError(f"cannot connect to node {node.node_id} at {node.host}:{node.port}: "
                                     f"{e or type(e).__name__}") from e
+        try:
+            await asyncio.wait_for(self._authenticate(connection), self.connection_setup_timeout_ms / 1000)
+        except BaseException as e:
+            self._attempts[node.node_id] = (time.monotonic(), failures + 1)
+            error = e if isinstance(e, DisconnectedError) else DisconnectedError(
+                f"SASL authentication with node {node.node_id} timed out" if isinstance(e, asyncio.TimeoutError)
+                else f"SASL authentication with node {node.node_id} failed: {e or type(e).__name__}")
+            connection.abort(error)
+            if isinstance(e, (asyncio.TimeoutError, DisconnectedError, InvalidResponse)):
+                raise error from None
+            raise
         if self.closed:
             connection.abort(DisconnectedError("the client is closed"))
             raise DisconnectedError("the client is closed")
@@ -244,6 +287,19 @@ class NetworkClient:
         self._connections[node.node_id] = connection
         return connection
 
+    async def _authenticate(self, connection: _Connection) -> None:
+        """The SASL exchange of ``self.security`` on a fresh connection, before any other request."""
+        node = connection.node
+
+        def send(api_key: int, version: int, body) -> asyncio.Future:
+            return connection.send(api_key, version, body, next(self._correlation) & 0x7FFFFFFF, self.client_id)
+        try:
+            lifetime_ms = await sasl_exchange(self.security, send)
+        except SaslClientError as e:
+            raise AuthenticationError(f"SASL/{self.security.sasl_mechanism} login as {self.security.username} "
+                                      f"to node {node.node_id} at {node.host}:{node.port} failed: {e}") from None
+        if lifetime_ms > 0:
+            connection.reauthenticate_at = time.monotonic() + lifetime_ms * REAUTH_FRACTION / 1000
 
 class ThreadSafeSender:
     """``send(broker, api_key, api_version, body) -> concurrent.futures.Future`` from any thread.

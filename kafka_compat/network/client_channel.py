@@ -37,27 +37,35 @@ async def _call(reader, writer, api_key: int, version: int, body, correlation_id
     return response
 
 
-async def authenticate(reader, writer, security: ClientSecurity, client_id: str = "kafka-compat-broker") -> int:
-    """Run the SASL exchange on an open connection; the session lifetime the broker granted (0: none)."""
+async def sasl_exchange(security: ClientSecurity, call) -> int:
+    """Drive the SASL login of ``security`` over ``call(api_key, version, body) -> awaitable response``
+    (whatever carries the connection's requests); the session lifetime the broker granted (0: none).
+    A refused or malformed exchange raises SaslClientError."""
     auth = security.authenticator()
     if auth is None:
         return 0
+    response = await call(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, auth.handshake_request())
+    request = auth.handshake_response(response)
+    while request is not None:
+        response = await call(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, request)
+        request = auth.authenticate_response(response)
+    return auth.session_lifetime_ms
+
+
+async def authenticate(reader, writer, security: ClientSecurity, client_id: str = "kafka-compat-broker") -> int:
+    """Run the SASL exchange on an open connection; the session lifetime the broker granted (0: none)."""
     correlation = 0
-    try:
+
+    def call(api_key: int, version: int, body):
+        nonlocal correlation
         correlation += 1
-        response = await _call(reader, writer, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, auth.handshake_request(),
-                               correlation, client_id)
-        request = auth.handshake_response(response)
-        while request is not None:
-            correlation += 1
-            response = await _call(reader, writer, SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, request,
-                                   correlation, client_id)
-            request = auth.authenticate_response(response)
+        return _call(reader, writer, api_key, version, body, correlation, client_id)
+    try:
+        return await sasl_exchange(security, call)
     except SaslClientError as e:
         raise ChannelError(f"SASL/{security.sasl_mechanism} authentication failed: {e}") from None
     except (asyncio.IncompleteReadError, ConnectionError) as e:
         raise ChannelError(f"the broker closed the connection during SASL authentication: {e}") from None
-    return auth.session_lifetime_ms
 
 
 async def open_channel(host: str, port: int, security: ClientSecurity | None = None, *,

@@ -80,13 +80,19 @@ class ScramClient:
         nonce, salt, iterations = fields.get("r", ""), fields.get("s"), fields.get("i", "")
         if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
             raise SaslClientError("SCRAM: the server's nonce does not extend ours")
-        if salt is None or not iterations.isdigit():
+        if salt is None or not iterations.isdigit() or len(iterations) > 9:
             raise SaslClientError("SCRAM: invalid server-first message")
-        if int(iterations) < self.mechanism.min_iterations:
-            raise SaslClientError(f"SCRAM: {iterations} iterations is below the minimum "
-                                  f"{self.mechanism.min_iterations}")
+        # below the minimum is weak; above what a broker can store (max_iterations), only a server making
+        # us burn CPU would ask for it
+        if not self.mechanism.min_iterations <= int(iterations) <= self.mechanism.max_iterations:
+            raise SaslClientError(f"SCRAM: {iterations} iterations is outside {self.mechanism.min_iterations}.."
+                                  f"{self.mechanism.max_iterations}")
+        try:
+            salt_bytes = base64.b64decode(salt, validate=True)
+        except ValueError:
+            raise SaslClientError("SCRAM: the server's salt is not base64") from None
         mech = self.mechanism
-        salted = mech.salted_password(self._password, base64.b64decode(salt), int(iterations))
+        salted = mech.salted_password(self._password, salt_bytes, int(iterations))
         client_key = mech.hmac(salted, b"Client Key")
         without_proof = f"c=biws,r={nonce}"
         auth_message = f"{self._first_bare},{server_first},{without_proof}".encode("utf-8")
@@ -98,8 +104,11 @@ class ScramClient:
     def _check_server_final(self, server_final: str) -> None:
         if server_final.startswith("e="):
             raise SaslClientError(f"SCRAM: the server refused: {server_final[2:]}")
-        if not server_final.startswith("v=") or not hmac.compare_digest(
-                base64.b64decode(server_final[2:].encode("ascii")), self._server_signature):
+        try:
+            signature = base64.b64decode(server_final[2:], validate=True) if server_final.startswith("v=") else b""
+        except ValueError:
+            signature = b""
+        if not hmac.compare_digest(signature, self._server_signature):
             raise SaslClientError("SCRAM: invalid server signature")
 
 

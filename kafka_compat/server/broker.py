@@ -64,7 +64,7 @@ from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
 from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
-from .auth_helper import AuthHelper
+from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_quota_manager import QuotaManagers
 from .client_quotas import ClientQuotasApi
@@ -155,6 +155,7 @@ class ClusterLinks:
     broker_epoch: Callable[[], int | None]
     loop: asyncio.AbstractEventLoop
     controller_metrics: ControllerMetrics | None = None    # the broker's gauges, fed by the active controller
+    auth: AuthHelper = NO_AUTHORIZER        # the ACL checks of the controller's APIs (CLUSTER_ACTION, ALTER, ...)
 
 
 class ClusterAdminUnavailable:
@@ -362,8 +363,8 @@ class Broker:
                                                     self.group_coordinator.clock, AuthHelper(self.authorizer))
         send = None
         if not elect_locally:       # a cluster: coordinators and partition leaders talk over the inter-broker listener
-            self.txn_channel = NetworkClient(f"broker-{self.broker_id}-txn",
-                                             request_timeout_ms=TXN_REQUEST_TIMEOUT_MS)
+            self.txn_channel = NetworkClient(f"broker-{self.broker_id}-txn", request_timeout_ms=TXN_REQUEST_TIMEOUT_MS,
+                                             security=self.inter_broker_security())
 
             async def send(broker_id, api_key, api_version, body):
                 return await self.txn_channel.send(self._inter_broker_node(broker_id), api_key, api_version, body)
@@ -402,10 +403,16 @@ class Broker:
         await asyncio.to_thread(self.topic_configs.load, hosted_topics(self.log_manager.log_dirs))  # before loading
         await asyncio.to_thread(self.log_manager.startup)
         client_id = f"broker-{self.broker_id}"
+        try:        # every inter-broker connection logs in as the inter-broker listener's settings say
+            security = self.inter_broker_security()
+        except (ConfigError, ValueError) as e:
+            await self.stop()
+            raise BrokerStartError(str(e)) from e
         self.to_controller = NetworkClient(f"{client_id}-to-controller",
-                                           request_timeout_ms=cfg["controller.socket.timeout.ms"])
+                                           request_timeout_ms=cfg["controller.socket.timeout.ms"], security=security)
         self.controller_channel = NetworkClient(f"controller-{self.broker_id}",
-                                                request_timeout_ms=cfg["controller.socket.timeout.ms"])
+                                                request_timeout_ms=cfg["controller.socket.timeout.ms"],
+                                                security=security)
         self.sender = ThreadSafeSender(self.controller_channel, loop, self._inter_broker_node)
         self.alter_partition_manager = AlterPartitionManager(self.broker_id, self._broker_epoch_or_unknown,
                                                              self._send_to_controller)
@@ -415,7 +422,7 @@ class Broker:
 
         def fetcher_client() -> NetworkClient:
             return NetworkClient(f"{client_id}-fetcher", request_timeout_ms=cfg["replica.socket.timeout.ms"],
-                                 max_response_bytes=max(max_response, 100 * 1024 * 1024))
+                                 max_response_bytes=max(max_response, 100 * 1024 * 1024), security=security)
 
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.topic_configs.log_config,
@@ -433,7 +440,7 @@ class Broker:
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
-                             self.controller_metrics)
+                             self.controller_metrics, AuthHelper(self.authorizer))
         # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
         # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
         if self.controller_factory is not None:
@@ -458,7 +465,7 @@ class Broker:
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
             self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator,
-            wait_registered=self._wait_registered))
+            wait_registered=self._wait_registered, auth=AuthHelper(self.authorizer)))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -514,7 +521,7 @@ class Broker:
         """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
         listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
         of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
-        (network/client_channel.open_channel)."""
+        (network/client.py NetworkClient)."""
         cfg = self.config
         name = cfg.inter_broker_listener_name
         protocol = cfg.listener_security_protocol_map.get(name)

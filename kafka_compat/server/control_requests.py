@@ -10,6 +10,9 @@ ReplicaManager partition by partition (its rules are there); UpdateMetadata
 replaces what the MetadataCache knows. The group coordinator follows: it loads
 a `__consumer_offsets` partition this broker starts leading and unloads one it
 stops leading or deletes.
+
+Before all of that, as in Kafka, the sender must hold CLUSTER_ACTION on the cluster (the
+inter-broker principal, normally a super user): anyone else gets CLUSTER_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ..protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from ..protocol.messages.stop_replica import StopReplicaResponse
 from ..protocol.messages.update_metadata import UpdateMetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
 from .registry import handles
 from .replica_manager import ReplicaManager
@@ -32,6 +36,7 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 UNKNOWN_BROKER_EPOCH = -1
+DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 _PROTOCOLS = list(SecurityProtocol)
 
 
@@ -61,7 +66,8 @@ class ControlRequestsApi:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
                  metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None,
-                 wait_registered: Callable[[int], Awaitable[bool]] | None = None):
+                 wait_registered: Callable[[int], Awaitable[bool]] | None = None,
+                 auth: AuthHelper = NO_AUTHORIZER):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
@@ -79,6 +85,7 @@ class ControlRequestsApi:
         self.metadata_listeners = list(metadata_listeners)
         self.txn_coordinator = txn_coordinator
         self.wait_registered = wait_registered
+        self.auth = auth
 
     def _refused(self, request, epoch_since: int) -> bool:
         """Kafka's isBrokerEpochStale (BrokerEpoch exists from version ``epoch_since``), and also: no
@@ -112,6 +119,8 @@ class ControlRequestsApi:
     @handles(4)
     def handle_leader_and_isr(self, request):
         req, v = request.body, request.api_version
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return self._leader_and_isr_error(req, v, DENIED)
         if self._refused(request, 2):
             return self._refusal(request, 2, self.handle_leader_and_isr,
                                  self._leader_and_isr_error(req, v, ErrorCode.STALE_BROKER_EPOCH))
@@ -176,6 +185,8 @@ class ControlRequestsApi:
     @handles(6)
     def handle_update_metadata(self, request):
         req, v = request.body, request.api_version
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return UpdateMetadataResponse(error_code=DENIED)
         if self._refused(request, 5):
             return self._refusal(request, 5, self.handle_update_metadata,
                                  UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
@@ -220,6 +231,8 @@ class ControlRequestsApi:
     def handle_stop_replica(self, request):
         req, v = request.body, request.api_version
         entries = self._stop_replica_entries(req, v)
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return self._stop_replica_response(DENIED, {(t, i): DENIED for t, i, _, _ in entries})
         if self._refused(request, 1):
             return self._refusal(request, 1, self.handle_stop_replica, self._stop_replica_response(
                 ErrorCode.STALE_BROKER_EPOCH, {(t, i): ErrorCode.STALE_BROKER_EPOCH for t, i, _, _ in entries}))
