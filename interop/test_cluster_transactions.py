@@ -88,7 +88,10 @@ def txn_id_coordinated_by(cluster, broker: int, prefix: str) -> str:
 
 
 def restart_all(cluster, *killed: int) -> None:
+    """Restart the SIGKILLed brokers, each once its old ZooKeeper session has ended: a broker whose id is
+    still registered by another session refuses to start, as Kafka's does."""
     for i in killed:
+        cluster.wait_until(lambda: i not in cluster.registered(), WAIT, f"broker {i}'s old session to end")
         cluster.restart(i)
     cluster.wait_until(lambda: cluster.registered() == {0, 1, 2}, WAIT, "every broker registered")
     for index in range(TXN_PARTITIONS):
