@@ -508,7 +508,8 @@ class EmbeddedCluster(_Started):
         from kafka_compat.faults.disk import LoopDisk
 
         b = self.brokers[i]
-        disk = LoopDisk(os.path.join(b.data_dir, "disk.img"), os.path.dirname(b.log_dir), size)
+        # the first of its log dirs (a test may list a second one, on the ordinary disk, after it)
+        disk = LoopDisk(os.path.join(b.data_dir, "disk.img"), os.path.dirname(b.log_dir.split(",")[0]), size)
         disk.create()
         self.disks[i] = disk
         if disk.prepare_throttling():

@@ -233,6 +233,24 @@ class LogManager:
                                 lg.config.file_delete_delay_ms)
         self.schedule_checkpoints(directory)
 
+    def handle_log_dir_failure(self, directory: str) -> list[tuple[str, int]]:
+        """A write in ``directory`` failed (Kafka's handleLogDirFailure): it leaves the live log dirs (no
+        new log, checkpoint or clean-shutdown marker goes there; the next start recovers it) and its
+        logs are forgotten and closed as far as the disk lets them. Returns their partitions."""
+        with self._lock:
+            if directory in self.log_dirs:
+                self.log_dirs.remove(directory)
+            gone = [tp for tp, d in self._dir_of.items() if d == directory]
+            logs = [self._logs.pop(tp) for tp in gone]
+            for tp in gone:
+                del self._dir_of[tp]
+        for lg in logs:
+            try:
+                lg.close(sync=False)
+            except OSError as exc:
+                log.error("cannot close %s in the failed log dir %s: %s", lg.name, directory, exc)
+        return gone
+
     def schedule_checkpoints(self, directory: str) -> None:
         """Write ``directory``'s checkpoints soon on the scheduler thread, once however many changes
         asked for it meanwhile (deleting a topic of a thousand partitions writes each file once, and

@@ -88,6 +88,7 @@ from .groups import GroupsApi
 from .init_producer_id import InitProducerIdApi
 from .kafka_apis import KafkaApis, supported_versions
 from .local_controller import LocalController
+from .log_dir_failure_channel import LogDirFailureChannel
 from .metadata import MetadataApi
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
 from .offsets import OffsetsApi
@@ -424,6 +425,7 @@ class Broker:
             return NetworkClient(f"{client_id}-fetcher", request_timeout_ms=cfg["replica.socket.timeout.ms"],
                                  max_response_bytes=max(max_response, 100 * 1024 * 1024), security=security)
 
+        self.log_dir_failure_channel = LogDirFailureChannel()
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.topic_configs.log_config,
             hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
@@ -435,8 +437,10 @@ class Broker:
                                                                      self._broker_epoch_or_unknown),
             inter_broker_listener=cfg.inter_broker_listener_name,
             replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
-            rack_aware_reads=(cfg["replica.selector.class"] or "").endswith(".RackAwareReplicaSelector"))
+            rack_aware_reads=(cfg["replica.selector.class"] or "").endswith(".RackAwareReplicaSelector"),
+            log_dir_failure_channel=self.log_dir_failure_channel)
         self.replica_manager.startup()
+        self.log_dir_failure_channel.start(loop, self._on_log_dir_failure)
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
@@ -676,6 +680,25 @@ class Broker:
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
                 self.txn_coordinator.on_resign(partition.index, -1)
 
+    def _on_log_dir_failure(self, directory: str) -> None:
+        """Kafka's LogDirFailureHandler (cluster mode, on the event loop): the dir's partitions go offline;
+        with no log dir left the broker halts, as Kafka's does, else the controller hears of it through a
+        log_dir_event znode and moves the leadership of those partitions elsewhere."""
+        offline = self.replica_manager.handle_log_dir_failure(directory)
+        self._resign_coordinators([p for p in offline if p.is_leader])
+        if not self.log_manager.log_dirs:
+            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_dirs))
+            halt(1)
+            return
+        if self.zk_client is None:
+            return
+
+        def propagated(future) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                log.error("cannot tell the controller that log dir %s failed: %s", directory, future.exception())
+        asyncio.get_running_loop().run_in_executor(None, self.zk_client.propagate_log_dir_event,
+                                                   self.broker_id).add_done_callback(propagated)
+
     def _on_zk_suspended(self) -> None:
         self._resign_coordinators(self.replica_manager.fence_leadership())
 
@@ -830,6 +853,13 @@ def replace_handlers(handlers: list, replacements: list) -> list:
     taken = {mark.api_key for r in replacements for _, mark in marked_handlers(type(r))}
     kept = [h for h in handlers if not {mark.api_key for _, mark in marked_handlers(type(h))} & taken]
     return kept + list(replacements)
+
+
+def halt(status: int) -> None:
+    """Exit now, as Kafka's Exit.halt: no shutdown hooks (a broker whose every log dir failed)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(status)
 
 
 def _new_cluster_id() -> str:

@@ -54,7 +54,7 @@ class DelayedProduce(DelayedOperation):
                 continue
             partition = self.replica_manager.get_partition(topic, index)
             if partition is None:
-                done, error = True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                done, error = True, self.replica_manager.not_hosted_error(topic, index)
             else:
                 done, error = partition.check_enough_replicas_reach_offset(result.required_offset)
             if done:

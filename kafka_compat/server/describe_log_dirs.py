@@ -41,4 +41,7 @@ class DescribeLogDirsApi:
             except OSError:
                 out.error_code, out.topics = ErrorCode.KAFKA_STORAGE_ERROR, []
             results.append(out)
+        for d in self.replica_manager.offline_log_dirs:     # a write there failed: Kafka reports only the error
+            results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=d, topics=[]))
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -17,6 +17,13 @@ follows are handed to the ReplicaFetcherManager, whose fetchers append through
 isr-expiration task asks every led partition to shrink its ISR every
 replica.lag.time.max.ms / 2. `fence_leadership` stops every partition from
 acting as leader when the ZooKeeper session is in doubt.
+
+A cluster member also gets a LogDirFailureChannel: an I/O error writing a log (append, roll,
+truncation, the high watermark checkpoint) reports its log dir there, and `handle_log_dir_failure`
+then takes every partition of that dir offline, as Kafka's handleLogDirFailure: its fetchers stop,
+Produce and Fetch answer KAFKA_STORAGE_ERROR, and LeaderAndIsr answers KAFKA_STORAGE_ERROR for it,
+which tells the controller to move its leadership away. A single node has no channel: it answers
+KAFKA_STORAGE_ERROR per request and goes on once the disk has room again.
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ from .alter_partition_listener import IsrChangeMeters
 from .broker_topic_stats import BrokerTopicStats
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
+from .log_dir_failure_channel import LogDirFailureChannel
 from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
 from .partition import LogReadResult, Partition
 from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherManager
@@ -80,12 +88,13 @@ class ReplicaManager:
                  metadata_cache: MetadataCache | None = None,
                  alter_partition_manager=None, fetcher_manager_factory: Callable | None = None,
                  inter_broker_listener: str | None = None, replica_lag_time_max_ms: int = 30000,
-                 rack_aware_reads: bool = False):
+                 rack_aware_reads: bool = False, log_dir_failure_channel: LogDirFailureChannel | None = None):
         """A single node needs only the first arguments (and the BrokerTopicStats its metrics read).
         A cluster member also gets the MetadataCache (leaders' addresses on ``inter_broker_listener``,
         which brokers are alive), the AlterPartitionManager its partitions propose ISR changes through,
         and ``fetcher_manager_factory(replica_manager)`` building its ReplicaFetcherManager;
-        ``rack_aware_reads``: replica.selector.class is Kafka's RackAwareReplicaSelector (KIP-392)."""
+        ``rack_aware_reads``: replica.selector.class is Kafka's RackAwareReplicaSelector (KIP-392);
+        ``log_dir_failure_channel``: where write errors put a log dir offline (a cluster member's)."""
         self.broker_id = broker_id
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
         self.isr_change_meters = IsrChangeMeters()      # mark_shrink()/mark_expand() where the ISR changes
@@ -111,6 +120,9 @@ class ReplicaManager:
         self._awaiting_leader: set[tuple[str, int]] = set()    # followers whose leader has no known address yet
         self.fenced = False               # leadership suspended (ZooKeeper session in doubt or lost)
         self._isr_expiration: asyncio.TimerHandle | None = None
+        self.log_dir_failure_channel = log_dir_failure_channel
+        self.offline_partitions: set[tuple[str, int]] = set()   # Kafka's HostedPartition.Offline
+        self.offline_log_dirs: list[str] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -169,6 +181,7 @@ class ReplicaManager:
                 self._hw_written[directory] = offsets
             except OSError as e:
                 log.error("cannot write the high watermark checkpoint in %s: %s", directory, e)
+                self._dir_failed(directory, "writing the high watermark checkpoint", e)
 
     # -- partitions ------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition | None:
@@ -281,7 +294,11 @@ class ReplicaManager:
                 key = (topic, index)
                 partition = self.partitions.get(key)
                 current = partition.leader_epoch if partition is not None else -1
-                if partition is not None and topic_id != ZERO_UUID and partition.topic_id not in (ZERO_UUID, topic_id):
+                if key in self.offline_partitions:
+                    # its log dir failed: the controller marks this replica offline and elects elsewhere
+                    errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                elif (partition is not None and topic_id != ZERO_UUID
+                      and partition.topic_id not in (ZERO_UUID, topic_id)):
                     errors[key] = ErrorCode.INCONSISTENT_TOPIC_ID
                 elif state.leader_epoch > current or (partition is not None and partition.fenced
                                                       and state.leader_epoch == current):
@@ -326,6 +343,8 @@ class ReplicaManager:
                 errors[key] = ErrorCode.NONE
             except (KafkaError, OSError) as e:
                 log.error("cannot become leader of %s-%d: %s", topic, index, e)
+                if isinstance(e, OSError) and partition is not None:
+                    self._partition_dir_failed(partition, "starting a leader epoch", e)
                 if partition is not None:
                     # half made (a full disk while starting the epoch): it must not act as leader, with no
                     # epoch start and no follower states; it answers NOT_LEADER_OR_FOLLOWER until told again
@@ -341,6 +360,7 @@ class ReplicaManager:
         changed = []
         for topic, index, topic_id, state in entries:
             key = (topic, index)
+            partition = None
             try:
                 partition = self._hosted(topic, index, topic_id)
                 if partition.make_follower(state):
@@ -348,6 +368,8 @@ class ReplicaManager:
                 errors[key] = ErrorCode.NONE
             except (KafkaError, OSError) as e:
                 log.error("cannot become follower of %s-%d: %s", topic, index, e)
+                if isinstance(e, OSError) and partition is not None:
+                    self._partition_dir_failed(partition, "becoming a follower", e)
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions([p.key for p in changed])
@@ -406,7 +428,9 @@ class ReplicaManager:
         for topic, index, leader_epoch, delete in entries:
             key = (topic, index)
             partition = self.partitions.get(key)
-            if partition is None or leader_epoch in (EPOCH_DURING_DELETE, NO_EPOCH) \
+            if key in self.offline_partitions:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif partition is None or leader_epoch in (EPOCH_DURING_DELETE, NO_EPOCH) \
                     or leader_epoch >= partition.leader_epoch:
                 stopping.append((key, delete))
                 errors[key] = ErrorCode.NONE
@@ -452,10 +476,12 @@ class ReplicaManager:
     def topic_config_changed(self, topic: str) -> None:
         self.log_manager.update_config(topic, self.topic_config(topic))
 
-    def _not_hosted_error(self, topic: str, index: int) -> int:
-        """Kafka's answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the
-        cluster's metadata has it (another broker leads it: the client refreshes its metadata and moves
-        there), else UNKNOWN_TOPIC_OR_PARTITION."""
+    def not_hosted_error(self, topic: str, index: int) -> int:
+        """Kafka's answer for a partition this broker does not host: KAFKA_STORAGE_ERROR when its log dir
+        failed, NOT_LEADER_OR_FOLLOWER when the cluster's metadata has it (another broker leads it: the
+        client refreshes its metadata and moves there), else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         cache = self.metadata_cache
         if cache is not None and cache.partition_state(topic, index) is not None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -495,7 +521,7 @@ class ReplicaManager:
         stats = self.broker_topic_stats
         if partition is None:
             stats.all_topics.total_produce_requests += 1
-            return ProduceResult(self._not_hosted_error(topic, index))
+            return ProduceResult(self.not_hosted_error(topic, index))
         try:
             info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
         except KafkaError as e:
@@ -504,6 +530,7 @@ class ReplicaManager:
         except OSError as e:     # a full or failing disk: nothing was acknowledged, the client retries
             log.error("cannot append to %s-%d: %s", topic, index, e)
             stats.record_failed_append(topic, len(records), False)
+            self._partition_dir_failed(partition, f"appending to {topic}-{index}", e)
             return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR,
                                  error_message=f"cannot append to {topic}-{index}: {e.strerror or e}")
         stats.record_append(topic, len(records), 0 if info.duplicate else info.last_offset - info.first_offset + 1)
@@ -554,7 +581,7 @@ class ReplicaManager:
             if partition is None:
                 stats.all_topics.total_fetch_requests += 1
                 stats.all_topics.failed_fetch_requests += 1
-                out.append(LogReadResult(self._not_hosted_error(topic, index), None, -1, -1, -1, -1))
+                out.append(LogReadResult(self.not_hosted_error(topic, index), None, -1, -1, -1, -1))
                 continue
             if params.client_rack and self.rack_aware_reads:
                 preferred = partition.preferred_read_replica(params.client_rack, info.fetch_offset, self._rack_of)
@@ -619,7 +646,10 @@ class ReplicaManager:
         if fetch_offset != partition.log_end_offset:
             raise RuntimeError(f"offset mismatch for {topic}-{index}: fetched {fetch_offset}, "
                                f"log end offset {partition.log_end_offset}")
-        info = partition.append_records_to_follower(records) if len(records) else None
+        try:
+            info = partition.append_records_to_follower(records) if len(records) else None
+        except OSError as e:
+            raise self._partition_dir_failed(partition, f"appending to follower {topic}-{index}", e) from None
         partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
         return info
 
@@ -627,13 +657,20 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         # at or past our end too: the log then drops only leader epochs that start at its end (as Kafka's
         # truncateTo does), an epoch we led without writing; kept, the next fetch diverges again, forever
-        if partition is not None and partition.truncate_to(offset):
+        try:
+            truncated = partition is not None and partition.truncate_to(offset)
+        except OSError as e:
+            raise self._partition_dir_failed(partition, f"truncating {topic}-{index}", e) from None
+        if truncated:
             self._complete_delayed(partition.key)
 
     def truncate_follower_fully(self, topic: str, index: int, offset: int) -> None:
         partition = self.partitions.get((topic, index))
         if partition is not None:
-            partition.truncate_fully_and_start_at(offset)
+            try:
+                partition.truncate_fully_and_start_at(offset)
+            except OSError as e:
+                raise self._partition_dir_failed(partition, f"truncating {topic}-{index}", e) from None
             self._complete_delayed(partition.key)
 
     # -- offsets ------------------------------------------------------------------------------------
@@ -675,3 +712,36 @@ class ReplicaManager:
             if parent in out:
                 out[parent][key] = partition.log_size
         return out
+
+    # -- failed log directories (Kafka's LogDirFailureChannel / handleLogDirFailure) --------------
+    def _dir_failed(self, directory: str, what: str, error: OSError) -> None:
+        channel = self.log_dir_failure_channel
+        if channel is not None:
+            channel.maybe_add_offline_log_dir(directory, f"error while {what} in dir {directory}", error)
+
+    def _partition_dir_failed(self, partition: Partition, what: str, error: OSError) -> KafkaError:
+        """Report the partition's log dir (a cluster member takes it offline); the error to answer with."""
+        self._dir_failed(os.path.dirname(partition.log_dir), what, error)
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"error while {what}: {error.strerror or error}")
+
+    def handle_log_dir_failure(self, directory: str) -> list[Partition]:
+        """Stop serving everything in ``directory`` (on the event loop): its partitions go offline (their
+        fetchers stop, waiting operations are answered, requests for them get KAFKA_STORAGE_ERROR) and
+        the LogManager forgets its logs. Returns the partitions taken offline."""
+        if directory in self.offline_log_dirs:
+            return []
+        log.warning("broker %d: stopping serving replicas in dir %s", self.broker_id, directory)
+        self.offline_log_dirs.append(directory)
+        keys = [k for k, p in self.partitions.items() if os.path.dirname(p.log_dir) == directory]
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions(keys)
+        removed = [self.partitions.pop(k) for k in keys]
+        # logs loaded from the dir that no LeaderAndIsr has named yet are offline as well
+        self.offline_partitions.update(keys, self.log_manager.handle_log_dir_failure(directory))
+        for key in keys:
+            self._awaiting_leader.discard(key)
+            self._complete_delayed(key)
+        self._hw_written.pop(directory, None)
+        log.warning("broker %d: stopped serving %d replicas in the failed log dir %s", self.broker_id, len(keys),
+                    directory)
+        return removed
