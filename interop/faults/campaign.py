@@ -17,8 +17,10 @@ Fault kinds (KINDS), each injected, held past the timeout it is meant to trigger
 - partition-brokers: a leader and one of its followers (not the controller) cut off from each other
   (blackhole or reset);
 - isolate-zookeeper: a leader or the controller cut off from ZooKeeper past its session;
-- full-disk: DISK_BROKER's filesystem filled while writes go on, then freed (and the broker
-  restarted if it is not back in every ISR, as Kafka needs for an offline log directory);
+- full-disk: DISK_BROKER's filesystem (its only log directory) filled while writes go on: the first
+  write that fails takes the directory offline and, none being left, the broker halts as Kafka's does;
+  the controller moves its leadership once its session ends; then the space is freed and the broker
+  restarted (an offline log directory comes back only with a restart, in Kafka too);
 - slow-disk: DISK_BROKER's device throttled to a few writes a second (blkio), then unthrottled;
 - kill: SIGKILL of a leader or the controller, then a restart.
 """
@@ -331,28 +333,29 @@ class Campaign:
         return f"cut broker {b} ({role}) off ZooKeeper ({mode})", seen
 
     def full_disk(self) -> tuple[str, bool]:
-        """Effect: the broker met ENOSPC (its log says so)."""
+        """Effect: the broker met ENOSPC, its only log dir went offline and it halted, and none of the
+        partitions is led by it any more (the controller moved their leadership)."""
         c = self.cluster
+        b = c.brokers[DISK_BROKER]
         role = "leader" if DISK_BROKER in {c.leader(TOPIC, p) for p in range(PARTITIONS)} else "follower"
-        effect = self._broker_log_mentions(DISK_BROKER, "No space left on device")
-        follower_failed = self._broker_log_mentions(DISK_BROKER, "unexpected failure appending")
+        enospc = self._broker_log_mentions(DISK_BROKER, "No space left on device")
+        halted = self._broker_log_mentions(DISK_BROKER, "Shutdown broker because all log dirs in")
+
+        def moved() -> bool:
+            return all(c.leader(TOPIC, p) not in (None, -1, DISK_BROKER) for p in range(PARTITIONS))
         c.fill_disk(DISK_BROKER)
         try:
-            seen = self.hold(3, 60, effect)
+            seen = self.hold(3, WAIT, lambda: not b.running) and enospc() and halted()
+            seen = self.hold(0, WAIT, moved) and seen
         finally:
             c.free_disk(DISK_BROKER)
-        free = c.disks[DISK_BROKER].free_bytes >> 20
-        role += f", {free} MiB free again"
-        try:
-            if follower_failed():       # it stopped following those partitions: nothing more to wait for
-                raise TimeoutError
-            c.wait_until(self.whole, 20, "the full disk's broker back in every ISR")
-            return f"filled broker {DISK_BROKER}'s disk ({role})", seen
-        except TimeoutError:
-            # as Kafka needs for an offline log directory (Kafka halts a broker whose only one failed)
-            c.restart(DISK_BROKER)
-            self.restarts_after_full_disk += 1
-            return f"filled broker {DISK_BROKER}'s disk ({role}); restarted it", seen
+        role += f", {c.disks[DISK_BROKER].free_bytes >> 20} MiB free again"
+        if b.running:                   # it did not halt (no write failed): stop it before the restart
+            c.stop(DISK_BROKER)
+        self.hold(0, WAIT, self._gone(DISK_BROKER))    # its old session must end before it registers again
+        c.start_broker(DISK_BROKER)
+        self.restarts_after_full_disk += 1
+        return f"filled broker {DISK_BROKER}'s disk ({role}); it halted; restarted it", seen
 
     def slow_disk(self) -> tuple[str, bool]:
         """Effect: the broker wrote through the throttled device meanwhile (the cgroup's count of writes grew)."""
