@@ -71,7 +71,10 @@ class LogManager:
                  cleaner_upper_bound: Callable[[UnifiedLog], int | None] | None = None,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  producer_id_expiration_check_interval_ms: int = 600000,
-                 recovery_threads_per_data_dir: int = 1):
+                 recovery_threads_per_data_dir: int = 1,
+                 dir_failed: Callable[[str, str, OSError], None] | None = None):
+        """``dir_failed(dir, what, error)``: told of an I/O error of the background work (flush, retention,
+        checkpoints) in a log dir; a cluster member's LogDirFailureChannel takes the dir offline."""
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -97,6 +100,7 @@ class LogManager:
         self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
                                   upper_bound=cleaner_upper_bound) if cleaner_enabled else None
         self.started = False
+        self._dir_failed = dir_failed
 
     # -- startup ------------------------------------------------------------------------
     def startup(self, background: bool = True) -> None:
@@ -233,6 +237,13 @@ class LogManager:
                                 lg.config.file_delete_delay_ms)
         self.schedule_checkpoints(directory)
 
+    def _report_dir_failure(self, directory: str, what: str, exc: OSError) -> bool:
+        """Hand an I/O error to ``dir_failed``; False without one (the caller goes on as it always did)."""
+        if self._dir_failed is None:
+            return False
+        self._dir_failed(directory, what, exc)
+        return True
+
     def handle_log_dir_failure(self, directory: str) -> list[tuple[str, int]]:
         """A write in ``directory`` failed (Kafka's handleLogDirFailure): it leaves the live log dirs (no
         new log, checkpoint or clean-shutdown marker goes there; the next start recovers it) and its
@@ -273,7 +284,12 @@ class LogManager:
         now = self.clock()
         for lg in list(self._logs.values()):
             if not lg.closed:
-                deleted += lg.delete_old_segments(now)
+                try:
+                    deleted += lg.delete_old_segments(now)
+                except OSError as exc:
+                    if not self._report_dir_failure(os.path.dirname(lg.dir), f"deleting old segments of {lg.name}",
+                                                    exc):
+                        raise
         return deleted
 
     def remove_expired_producers(self) -> int:
@@ -286,7 +302,11 @@ class LogManager:
         now = self.clock()
         for lg in list(self._logs.values()):
             if not lg.closed and lg.unflushed_messages > 0 and now - lg.last_flush_ms >= lg.config.flush_ms:
-                lg.flush()
+                try:
+                    lg.flush()
+                except OSError as exc:
+                    if not self._report_dir_failure(os.path.dirname(lg.dir), f"flushing {lg.name}", exc):
+                        raise
 
     def checkpoint_recovery_points(self) -> None:
         for directory in self.log_dirs:
@@ -308,6 +328,7 @@ class LogManager:
         except OSError as exc:
             self._last_written.pop(key, None)
             log.error("cannot write %s in %s: %s", name, directory, exc)
+            self._report_dir_failure(directory, f"writing {name}", exc)
             return False
         self._last_written[key] = offsets
         self.checkpoint_writes += 1
@@ -322,6 +343,7 @@ class LogManager:
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Stop background work, close every log, write checkpoints and the clean-shutdown marker."""
+        self._dir_failed = None      # stopping: a write that fails now only leaves the dir to recovery
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self.scheduler.shutdown(run_pending=True)

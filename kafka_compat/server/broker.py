@@ -234,6 +234,7 @@ class Broker:
         self._stores_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.zk_client: KafkaZkClient | None = None
+        self.log_dir_failure_channel: LogDirFailureChannel | None = None     # a cluster member's
         self.registration: ZkBrokerRegistration | None = None
         self.topic_configs: ZkTopicConfigs | None = None
         self.alter_partition_manager: AlterPartitionManager | None = None
@@ -290,7 +291,9 @@ class Broker:
             raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
                                    f"{e.strerror or e}") from e
 
-    def _new_log_manager(self, default_config, topic_config) -> LogManager:
+    def _new_log_manager(self, default_config, topic_config, failures: LogDirFailureChannel | None = None
+                         ) -> LogManager:
+        """``failures``: a cluster member's LogDirFailureChannel, told of the background work's I/O errors."""
         cfg = self.config
         # The flusher wakes at least every second so flush.ms is honoured even when
         # log.flush.scheduler.interval.ms keeps Kafka's "never" default.
@@ -301,7 +304,9 @@ class Broker:
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
             cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
             producer_id_expiration_ms=cfg["producer.id.expiration.ms"],
-            recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"])
+            recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"],
+            dir_failed=None if failures is None else lambda d, what, e: failures.maybe_add_offline_log_dir(
+                d, f"error while {what} in dir {d}", e))
 
     def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
         """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
@@ -400,7 +405,9 @@ class Broker:
                 from e
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.topic_configs = ZkTopicConfigs(self.zk_client, cfg, self._topic_config_changed)
-        self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config)
+        self.log_dir_failure_channel = LogDirFailureChannel()
+        self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config,
+                                                 self.log_dir_failure_channel)
         await asyncio.to_thread(self.topic_configs.load, hosted_topics(self.log_manager.log_dirs))  # before loading
         await asyncio.to_thread(self.log_manager.startup)
         client_id = f"broker-{self.broker_id}"
@@ -425,7 +432,6 @@ class Broker:
             return NetworkClient(f"{client_id}-fetcher", request_timeout_ms=cfg["replica.socket.timeout.ms"],
                                  max_response_bytes=max(max_response, 100 * 1024 * 1024), security=security)
 
-        self.log_dir_failure_channel = LogDirFailureChannel()
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.topic_configs.log_config,
             hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],

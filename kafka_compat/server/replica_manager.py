@@ -161,6 +161,7 @@ class ReplicaManager:
         if self._isr_expiration is not None:
             self._isr_expiration.cancel()
         self._scheduler.shutdown()
+        self.log_dir_failure_channel = None     # stopping: a dir that fails now is left to recovery at the next start
         self.checkpoint_high_watermarks()
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
             if purgatory is not None:
