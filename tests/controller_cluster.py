@@ -100,6 +100,7 @@ class FakeBroker:
         self.received: list[Received] = []
         self.lock = threading.Lock()
         self.stop_replica_error = ErrorCode.NONE
+        self.offline_partitions: set[tuple[str, int]] = set()   # LeaderAndIsr answers KAFKA_STORAGE_ERROR for these
         self.on_update_metadata = None          # called with each UpdateMetadata body, on a server thread
         self.drop_next = 0                      # how many requests to take and leave unanswered (connection closed)
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -142,7 +143,9 @@ class FakeBroker:
         if api_key == LEADER_AND_ISR:
             return LeaderAndIsrResponse(error_code=0, topics=[LeaderAndIsrResponse.LeaderAndIsrTopicError(
                 topic_id=t.topic_id, partition_errors=[LeaderAndIsrResponse.LeaderAndIsrPartitionError(
-                    partition_index=p.partition_index, error_code=0) for p in t.partition_states])
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.KAFKA_STORAGE_ERROR if (t.topic_name, p.partition_index)
+                    in self.offline_partitions else 0) for p in t.partition_states])
                 for t in body.topic_states])
         if api_key == UPDATE_METADATA:
             return UpdateMetadataResponse(error_code=0)

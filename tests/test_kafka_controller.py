@@ -23,6 +23,7 @@ from controller_cluster import (  # noqa: F401  (the fixtures)
     wait_until,
 )
 
+from kafka_compat.controller.controller_context import PartitionAndReplica, ReplicaState
 from kafka_compat.controller.kafka_controller import PREFERRED_ELECTION, UNCLEAN_ELECTION
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.messages.alter_partition import AlterPartitionRequest
@@ -177,6 +178,36 @@ def test_when_a_leader_dies_the_first_live_isr_member_leads_and_the_dead_leave_t
         meta = wait_until(lambda n=node: [m for m in n.fake.metadata_states("t", 0) if m.offline_replicas],
                           what="UpdateMetadata with offline replicas")
         assert meta[-1].offline_replicas == [1]
+
+
+def test_a_log_dir_failure_moves_leadership_off_the_broker_and_marks_its_replica_offline(cluster):
+    """Kafka's LogDirEventNotification: the controller reads and deletes the notification, sends LeaderAndIsr
+    for every replica of the broker; the replica answered KAFKA_STORAGE_ERROR goes offline (out of the ISR,
+    StopReplica, offline in UpdateMetadata) and another ISR member leads. Its other replicas stay online."""
+    controller = cluster.controlled_by(3, 1, 2)
+    cluster.create_topic("t", {0: [1, 2, 3], 1: [2, 1, 3]})
+    cluster.wait_state("t", 0, leader=1, isr=[1, 2, 3])
+    cluster.wait_state("t", 1, leader=2, isr=[2, 1, 3])
+    asked = len(cluster.nodes[1].fake.requests(LEADER_AND_ISR))
+    cluster.nodes[1].fake.offline_partitions.add(("t", 0))      # the log dir holding t-0 failed
+    cluster.nodes[1].zk.propagate_log_dir_event(1)
+    state = cluster.wait_state("t", 0, leader=2)
+    assert state["isr"] == [2, 3] and state["leader_epoch"] == 1
+    assert cluster.state("t", 1)["leader"] == 2 and cluster.state("t", 1)["isr"] == [2, 1, 3]
+    assert len(cluster.nodes[1].fake.requests(LEADER_AND_ISR)) > asked        # it was asked about every replica
+    ctx = controller.context
+    t0_on_1 = PartitionAndReplica(TopicPartition("t", 0), 1)
+    wait_until(lambda: ctx.replica_states.get(t0_on_1) is ReplicaState.OFFLINE, what="the replica offline")
+    assert ctx.replicas_on_offline_dirs[1] == {TopicPartition("t", 0)}
+    assert ctx.replica_states[PartitionAndReplica(TopicPartition("t", 1), 1)] is ReplicaState.ONLINE
+    assert not ctx.is_replica_online(1, TopicPartition("t", 0)) and ctx.is_replica_online(1, TopicPartition("t", 1))
+    wait_until(lambda: [s for s in cluster.nodes[1].fake.stop_replicas("t", 0) if not s.delete_partition],
+               what="StopReplica to broker 1")
+    for node in cluster.nodes.values():
+        meta = wait_until(lambda n=node: [m for m in n.fake.metadata_states("t", 0) if m.offline_replicas],
+                          what="UpdateMetadata with the offline replica")
+        assert meta[-1].offline_replicas == [1] and meta[-1].leader == 2
+    assert cluster.raw.get_children(cluster.chroot + zd.LOG_DIR_EVENT_NOTIFICATION_PATH) == []
 
 
 def test_the_isr_is_never_emptied_and_unclean_election_follows_the_topic_config(cluster):
