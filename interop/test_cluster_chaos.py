@@ -4,9 +4,10 @@ A bounded form of `python -m interop.faults` (see interop/faults/campaign.py): 1
 kind, in a shuffled order, against 3 brokers with RF 3 and min.insync.replicas=2 while idempotent
 acks=all producers write and a consumer reads: pauses of a broker past its ZooKeeper session and of
 ZooKeeper itself, broker-broker and broker-ZooKeeper partitions, a full and a slow disk, a SIGKILL.
-Each fault is held until its effect shows (a session expired, an ISR shrank, ENOSPC met, writes
-throttled) and the cluster is whole again before the next. Then nothing acknowledged may be
-lost, duplicated or reordered, and nothing read that was not sent.
+Each fault is held until its effect shows (a session expired, an ISR shrank, ENOSPC met and the
+full disk's broker halted, as Kafka's does with no log dir left, writes throttled) and the cluster
+is whole again before the next. Then nothing acknowledged may be lost, duplicated or reordered,
+and nothing read that was not sent.
 
 Needs root (loop devices, mounts, blkio cgroups), ZooKeeper and confluent-kafka; skipped otherwise.
 """
