@@ -122,6 +122,10 @@ def test_a_leader_whose_log_dir_fails_hands_leadership_over(cluster):
                                   config={"segment.bytes": str(1 << 20)})])[TOPIC].result(WAIT)
     cluster.wait_until(lambda: (s := cluster.partition_state(TOPIC, 0)) and s["leader"] == DISK_BROKER
                        and len(s["isr"]) == 3, WAIT, "broker 2 leading with a full ISR")
+    # ZooKeeper's state comes before the broker's LeaderAndIsr: wait for the log itself, then see where it went
+    dirs = cluster.brokers[DISK_BROKER].log_dir.split(",")
+    cluster.wait_until(lambda: any(os.path.isdir(os.path.join(d, f"{TOPIC}-0")) for d in dirs), WAIT,
+                       "broker 2 to make the partition's log")
     assert os.path.isdir(os.path.join(disk_logs, f"{TOPIC}-0"))
 
     writer = Writer(cluster.bootstrap)
