@@ -194,10 +194,12 @@ class UnifiedLog:
         end, start = local.next_offset, local.log_start_offset
         last_segment = next((s for s in reversed(local.segments) if s.size), None)
         last = None
-        if last_segment is not None:   # from its last index entry: a bounded scan
-            _, position = last_segment.offset_index.lookup(last_segment.next_offset)
-            for last in last_segment.batches(position):
-                pass
+        if last_segment is not None:
+            last = last_segment.tail_batch   # the load's check just walked to it
+            if last is None or last.last_offset + 1 != last_segment.next_offset:   # from its last index entry
+                _, position = last_segment.offset_index.lookup(last_segment.next_offset)
+                for last in last_segment.batches(position):
+                    pass
         if last is None or last.magic < 2 or last.partition_leader_epoch < 0:
             return True
         entries = self.leader_epoch_cache.entries
