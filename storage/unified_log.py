@@ -153,7 +153,10 @@ class UnifiedLog:
         recovered = [s for s in local.segments if s.base_offset in set(local.recovered_on_load)]
         cache.assign_all(e for s in recovered for e in s.recovered_epochs
                          if cache.latest_epoch is None or e[0] > cache.latest_epoch)
-        cache.truncate_from_end(end)
+        # an empty log keeps the epoch that began at its end: its leader assigns the same entry
+        # again at once, which would otherwise cost each empty partition two checkpoint writes
+        # (and fsyncs) per restart
+        cache.truncate_from_end(end + 1 if end == start else end)
         cache.truncate_from_start(start)
         if end > start and not self._epochs_fit_log():
             self._rebuild_leader_epochs()
