@@ -191,8 +191,11 @@ class LogSegment:
             self._fd = open_fd(self.log_path, os.O_RDWR)
             POOL.opened(self)
 
-    def release_files(self) -> None:
-        """Drop the descriptor and index mappings (each closes when its last user lets go)."""
+    def release_files(self, uncount: bool = False) -> None:
+        """Drop the descriptor and index mappings (each closes when its last user lets go); with
+        ``uncount``, leave the open-files budget too (the next use counts the segment again)."""
+        if uncount and not self.closed:
+            POOL.closed(self)
         self._fd = None
         for name in ("offset_index", "time_index"):
             index = self._loaded(name)

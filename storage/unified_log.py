@@ -139,6 +139,8 @@ class UnifiedLog:
         self._fus_meta: LogOffsetMetadata | None = None   # the first unstable offset with its position
         with self._lock:
             self._load(had_clean_shutdown)
+            for segment in local.segments:   # opened to be checked: each opens again at its first use
+                segment.release_files(uncount=True)
         local.on_roll = self._on_roll
         self._set_fast()
 

@@ -5,6 +5,7 @@ eagerly opened one would; closed unused, its files stay as they were. A restarte
 partition keeps its leader-epoch checkpoint rather than writing it twice.
 """
 
+import gc
 import os
 
 from kafka_compat.storage.log_config import LogConfig
@@ -16,8 +17,18 @@ from logtools import append_committed, batch, read_records
 CONFIG = LogConfig(segment_bytes=2000, index_interval_bytes=200, segment_index_bytes=4096)
 
 
-def _open_fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+def _open_in(directory: str) -> list[str]:
+    """The segment files of ``directory`` this process holds a descriptor on (a producer snapshot the
+    scheduler is writing does not count)."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if os.path.dirname(target) == directory and target.endswith((".log", ".index", ".timeindex", ".txnindex")):
+            held.append(target)
+    return held
 
 
 def _files(directory: str) -> dict[str, bytes]:
@@ -32,6 +43,8 @@ def _filled_log(make_log):
     assert len(lg.segments) > 3
     records = read_records(lg)
     lg.close()
+    gc.collect()   # descriptors still referenced from garbage close now
+    assert _open_in(lg.dir) == []
     return lg.dir, records
 
 
@@ -40,9 +53,9 @@ def test_a_loaded_segment_opens_nothing_until_used_then_reads_as_an_open_one(mak
     before_files = _files(directory)
     first = sorted(n for n in before_files if n.endswith(".log"))[0]
     base = int(first.split(".")[0])
-    before, counted = _open_fds(), len(POOL)
+    counted = len(POOL)
     seg = LogSegment(directory, base, CONFIG, active=False, lazy=True)
-    assert _open_fds() == before and len(POOL) == counted       # no descriptor, nothing in the budget
+    assert _open_in(directory) == [] and len(POOL) == counted       # no descriptor, nothing in the budget
     assert "offset_index" not in vars(seg) and "size" not in vars(seg)
     # used: the same answers an eager open gives
     eager = LogSegment(directory, base, CONFIG, active=False)
@@ -60,10 +73,9 @@ def test_a_segment_closed_unused_leaves_its_files_as_they_were(make_log):
     directory, _ = _filled_log(make_log)
     before_files = _files(directory)
     bases = sorted(int(n.split(".")[0]) for n in before_files if n.endswith(".log"))
-    before = _open_fds()
     segments = [LogSegment(directory, b, CONFIG, active=False, lazy=True) for b in bases]
     segments[-1].make_active()        # the last one is made active, as a load does, but stays unused
-    assert _open_fds() == before
+    assert _open_in(directory) == []
     for seg in segments:
         seg.close()
     assert _files(directory) == before_files
@@ -78,6 +90,15 @@ def test_a_reloaded_log_serves_every_record_and_takes_appends(make_log):
     append_committed(lg, batch(2, value=b"after"))
     assert lg.log_end_offset == end + 2
     assert [(r.offset, bytes(r.value)) for r in read_records(lg, start=end)] == [(end, b"after"), (end + 1, b"after")]
+
+
+def test_a_cleanly_loaded_log_holds_no_descriptor_until_used(make_log):
+    directory, records = _filled_log(make_log)
+    lg = make_log("t-0", CONFIG, recovery_point=10**9, had_clean_shutdown=True)
+    gc.collect()
+    assert _open_in(directory) == []          # its active segment was checked, then let go
+    assert read_records(lg) == records
+    assert _open_in(directory)                # used: opened again
 
 
 def test_restarting_an_empty_partition_does_not_rewrite_its_leader_epoch_checkpoint(tmp_path, clock):
