@@ -86,8 +86,8 @@ class LogSegment:
     def __init__(self, directory: str, base_offset: int, config: LogConfig, *, suffix: str = "",
                  created_ms: int | None = None, active: bool = True, lazy: bool = False):
         """``lazy``: an existing segment being loaded; nothing is opened, stat'ed or read until used
-        (its size, indexes, transaction index and largest timestamp come in on first use), so
-        loading a partition costs no syscall per segment."""
+        (its size, indexes, transaction index and largest timestamp come in on first use), so a
+        loaded segment costs only what the loader's checks, or its first user, read of it."""
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
