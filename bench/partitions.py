@@ -3,6 +3,7 @@
     python bench/partitions.py                      # 10,000 partitions (100 topics x 100)
     python bench/partitions.py --partitions 50000 --nofile 65536
     python bench/partitions.py --dir D --compare BASE/.venv/bin/python .venv/bin/python --rounds 3
+    python bench/partitions.py --dir D --base 1009e5f --partitions 50000 --nofile 20000   # against a commit
 
 Starts a real broker (kafka_compat.testing.EmbeddedBroker, RLIMIT_NOFILE set to --nofile),
 creates the partitions with CreateTopics, produces --messages records spread over all of them
@@ -15,7 +16,9 @@ above, when --dir holds no logs yet): in turn, each starts the broker after a cl
 (seconds until it listens, until Metadata lists every partition, and the CPU seconds spent by
 then), idles for --idle seconds (idle CPU) and shuts down cleanly; medians and ratios to the
 first interpreter close the run, with the load average. Each checkout's package is compiled to
-bytecode first, as a deployed one is.
+bytecode first, as a deployed one is. ``--base REV`` compares a commit of this repository (its
+files exported to a temporary folder with a venv of its own that reuses this one's packages)
+with this checkout.
 """
 
 from __future__ import annotations
@@ -83,8 +86,11 @@ def main() -> int:
     ap.add_argument("--nofile", type=int, default=20000)
     ap.add_argument("--dir", default=None, help="data directory (default: a new temporary one)")
     ap.add_argument("--compare", nargs="+", metavar="PYTHON", help="interpreters (checkouts' venvs) to restart with")
+    ap.add_argument("--base", metavar="REV", help="compare this git commit with this checkout (as --compare)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    if args.base:
+        args.compare = [checkout_python(args.base), sys.executable]
 
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
@@ -154,6 +160,23 @@ def populate(broker: EmbeddedBroker, args) -> int:
            fds=open_fds(pid), rss_mb=round(rss_mb(pid)))
 
     return total
+
+
+def checkout_python(rev: str) -> str:
+    """An interpreter running commit ``rev`` of this repository: its files exported with git archive,
+    installed (editable, no dependencies) into a venv over the system's packages, as worktrees get."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=repo, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    where = os.path.join(tempfile.gettempdir(), f"kafka-compat-{commit}")
+    python = os.path.join(where, ".venv", "bin", "python")
+    if not os.path.exists(python):
+        os.makedirs(where, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit], cwd=repo, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
+        subprocess.run(["python3", "-m", "venv", "--system-site-packages", os.path.join(where, ".venv")], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", where], check=True)
+    return python
 
 
 def compare(args, limit) -> int:

@@ -108,7 +108,19 @@ class _Index:
         # A pre-existing file is taken as valid to its end (Kafka does the same); recovery
         # rebuilds the indexes of every segment it checks.
         self.entries = 0 if created else self.max_entries
-        self._after_entries_change()
+        if created:
+            self._after_entries_change()
+        # else the facts about the last entry are read when first asked for (__getattr__): a
+        # loaded index that is only checked, or never used, costs no read of its own for them
+
+    #: attributes _after_entries_change sets, computed at their first read
+    _LAST_ENTRY_FIELDS: tuple = ()
+
+    def __getattr__(self, name):
+        if name in self._LAST_ENTRY_FIELDS:
+            self._after_entries_change()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _mapped(self):
         """The mapping, made now if the file is not mapped (first use, or released by the budget)."""
@@ -222,7 +234,7 @@ class _Index:
             self._allocated = 0
             self.max_entries = rounded // step
             self.entries = min(self.entries, self.max_entries)
-            self._after_entries_change()
+            self._forget_last_entry()
             return True
 
     def create_file(self) -> None:
@@ -248,7 +260,12 @@ class _Index:
 
     def truncate_to_entries(self, n: int) -> None:
         self.entries = n
-        self._after_entries_change()
+        self._forget_last_entry()
+
+    def _forget_last_entry(self) -> None:
+        """The entries changed: the facts about the last one are read again when next asked for."""
+        for name in self._LAST_ENTRY_FIELDS:
+            self.__dict__.pop(name, None)
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= ``offset`` (Kafka's truncateTo)."""
@@ -316,6 +333,7 @@ class OffsetIndex(_Index):
     ENTRY = _OFFSET_ENTRY
     KEY = 0
     OFFSET = 0
+    _LAST_ENTRY_FIELDS = ("last_offset",)
 
     def _after_entries_change(self) -> None:
         self.last_offset = self.base_offset + self._last_raw()[0] if self.entries else self.base_offset
@@ -354,16 +372,19 @@ class OffsetIndex(_Index):
         slot = self._largest_lower_bound(position - 1, 1) + 1
         return self.base_offset + self._entry(slot)[0] if slot < self.entries else None
 
-    def sanity_check(self, log_size: int) -> None:
-        """Raise CorruptIndexError unless offsets and positions strictly increase within the log."""
+    def sanity_check(self, log_size: int) -> tuple[int, int] | None:
+        """Raise CorruptIndexError unless offsets and positions strictly increase within the log;
+        returns the last entry (offset, position), None when empty (one read checks and gives it)."""
         columns = self._checked_columns()
         if columns is None:
-            return
+            return None
         rels, positions = columns
         if rels[0] < 0 or not all(map(lt, rels, rels[1:])):
             raise CorruptIndexError(f"{self.path}: offsets do not increase")
         if positions[0] < 0 or positions[-1] >= max(log_size, 1) or not all(map(lt, positions, positions[1:])):
             raise CorruptIndexError(f"{self.path}: positions do not increase within the log")
+        self.last_offset = self.base_offset + rels[-1]
+        return self.last_offset, positions[-1]
 
 
 class TimeIndex(_Index):
@@ -372,6 +393,7 @@ class TimeIndex(_Index):
     ENTRY = _TIME_ENTRY
     KEY = 0
     OFFSET = 1
+    _LAST_ENTRY_FIELDS = ("last_entry",)
 
     def _after_entries_change(self) -> None:
         if self.entries:
@@ -415,3 +437,4 @@ class TimeIndex(_Index):
             raise CorruptIndexError(f"{self.path}: entries do not increase")
         if rels[0] < 0 or self.base_offset + rels[-1] >= max(next_offset, self.base_offset + 1):
             raise CorruptIndexError(f"{self.path}: offsets beyond the log")
+        self.last_entry = (stamps[-1], self.base_offset + rels[-1])

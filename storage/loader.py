@@ -129,7 +129,8 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
         recover_from = below[-1] if below else bases[0]
     for i, base in enumerate(bases):
         kinds = found[base]
-        seg = LogSegment(directory, base, config, active=False)
+        seg = LogSegment(directory, base, config, active=False, lazy=True)
+        seg.txn_index_on_disk = TXN_INDEX_SUFFIX in kinds
         seg.cleaned = base in cleaned
         needs_recovery = recover_from is not None and base >= recover_from
         if not needs_recovery and seg.size and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):

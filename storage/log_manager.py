@@ -175,12 +175,19 @@ class LogManager:
 
     @property
     def logs(self) -> dict:
-        return dict(self._logs)
+        return dict(self._items())
+
+    def _items(self) -> list:
+        """The (partition, log) pairs now, copied under the lock: a copy taken while another thread
+        adds a log can fail (the copy's allocations may run a finalizer, which lets that thread in)."""
+        with self._lock:
+            return list(self._logs.items())
 
     def logs_by_dir(self) -> dict[str, list[UnifiedLog]]:
         result: dict[str, list[UnifiedLog]] = {d: [] for d in self.log_dirs}
-        for tp, lg in list(self._logs.items()):
-            result[self._dir_of[tp]].append(lg)
+        with self._lock:
+            for tp, lg in self._logs.items():
+                result[self._dir_of[tp]].append(lg)
         return result
 
     def next_log_dir(self) -> str:
@@ -218,7 +225,7 @@ class LogManager:
             return lg
 
     def update_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _), lg in list(self._logs.items()):
+        for (t, _), lg in self._items():
             if t == topic:
                 lg.update_config(config)
 
@@ -282,7 +289,7 @@ class LogManager:
         """One retention pass over every log; returns the number of segments deleted."""
         deleted = 0
         now = self.clock()
-        for lg in list(self._logs.values()):
+        for _, lg in self._items():
             if not lg.closed:
                 try:
                     deleted += lg.delete_old_segments(now)
@@ -295,12 +302,12 @@ class LogManager:
     def remove_expired_producers(self) -> int:
         """Forget the producers idle for producer.id.expiration.ms in every log."""
         now = self.clock()
-        return sum(lg.remove_expired_producers(now) for lg in list(self._logs.values()) if not lg.closed)
+        return sum(lg.remove_expired_producers(now) for _, lg in self._items() if not lg.closed)
 
     def flush_dirty_logs(self) -> None:
         """fsync logs whose flush.ms has passed since their last flush."""
         now = self.clock()
-        for lg in list(self._logs.values()):
+        for _, lg in self._items():
             if not lg.closed and lg.unflushed_messages > 0 and now - lg.last_flush_ms >= lg.config.flush_ms:
                 try:
                     lg.flush()
@@ -348,7 +355,7 @@ class LogManager:
             self.cleaner.shutdown()
         self.scheduler.shutdown(run_pending=True)
         failed = set()
-        for tp, lg in list(self._logs.items()):
+        for tp, lg in self._items():
             try:
                 lg.close(sync=False)
             except OSError as exc:   # a full disk: the next start recovers this dir from its log

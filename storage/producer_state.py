@@ -35,6 +35,7 @@ from crc32c import crc32c
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import ControlRecordType
 
+from .checkpoint import read_file
 from .log_offset_metadata import LogOffsetMetadata
 from .validator import CLIENT, REPLICATION
 
@@ -304,8 +305,7 @@ def write_snapshot(path: str, entries, sync: bool = True) -> None:
 
 def read_snapshot(path: str) -> list[ProducerStateEntry]:
     """The entries of a snapshot file; raises CorruptSnapshotError for anything malformed."""
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_file(path)
     if len(data) < _SNAPSHOT_HEAD.size:
         raise CorruptSnapshotError(f"snapshot {path} is {len(data)} bytes, shorter than its header")
     version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)

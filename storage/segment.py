@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import threading
 import time
 
 from kafka_compat.protocol.batch_header import (
@@ -70,43 +71,106 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+#: attributes a segment loaded with ``lazy=True`` computes at their first read, and the method
+#: that sets them (Kafka's LazyIndex, and FileRecords opened on demand)
+_LAZY_FIELDS = {
+    "size": "_load_size", "_reserved_to": "_load_size",
+    "offset_index": "_load_offset_index", "time_index": "_load_time_index", "txn_index": "_load_txn_index",
+    "max_timestamp_so_far": "_load_max_timestamp", "offset_of_max_timestamp_so_far": "_load_max_timestamp",
+    "append_offset_limit": "refresh_roll_limits", "roll_timestamp_limit": "refresh_roll_limits",
+}
+_lazy_lock = threading.RLock()   # two readers' first uses of one segment load it once
+
+
 class LogSegment:
     def __init__(self, directory: str, base_offset: int, config: LogConfig, *, suffix: str = "",
-                 created_ms: int | None = None, active: bool = True):
+                 created_ms: int | None = None, active: bool = True, lazy: bool = False):
+        """``lazy``: an existing segment being loaded; nothing is opened, stat'ed or read until used
+        (its size, indexes, transaction index and largest timestamp come in on first use), so a
+        loaded segment costs only what the loader's checks, or its first user, read of it."""
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
         self.index_interval_bytes = config.index_interval_bytes
         self.roll_jitter_ms = config.random_segment_jitter()
         self.created_ms = now_ms() if created_ms is None else created_ms
-        log_path, index_path, time_path = segment_paths(directory, base_offset, suffix)
+        log_path, self._index_path, self._time_index_path = segment_paths(directory, base_offset, suffix)
+        self._txn_index_path = txn_index_path(directory, base_offset, suffix)
         self.log_path = log_path
         self.recently_used = True
         self.closed = False
         #: written by the cleaner (a .swap, or what one became on load): its batches may leave gaps
         self.cleaned = bool(suffix)
-        existed = os.path.exists(log_path)
-        self._fd: SegmentFd | None = open_fd(log_path, os.O_RDWR | os.O_CREAT)
-        self.size = os.fstat(self._fd).st_size
         self._preallocated = False
+        #: make_active ran: indexes loaded later get room to grow
+        self._active_indexes = False
+        self.bytes_since_last_index_entry = 0
+        self.rolling_based_timestamp: int | None = None
+        self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
+        #: the last batch the load's check walked (sanity_check), for the checks that follow it
+        self.tail_batch: BatchHeader | None = None
+        #: whether a .txnindex file exists, when the loader's listing said (None: not known)
+        self.txn_index_on_disk: bool | None = None
+        self.max_offset = base_offset + INT32_MAX   # offsets past it do not fit 32-bit relative offsets
+        if lazy:
+            self._fd: SegmentFd | None = None
+            return
+        existed = os.path.exists(log_path)
+        self._fd = open_fd(log_path, os.O_RDWR | os.O_CREAT)
+        self.size = os.fstat(self._fd).st_size
         if not existed and config.preallocate and active:
             os.posix_fallocate(self.fd, 0, config.segment_bytes)
             self._preallocated = True
         # blocks are reserved up to here (fallocate.reserve_past_end)
         self._reserved_to = config.segment_bytes if self._preallocated else self.size
-        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes, self._note_open)
-        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes, self._note_open)
-        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset,
-                                          self._note_open)
-        self.bytes_since_last_index_entry = 0
-        self.rolling_based_timestamp: int | None = None
-        ts, ts_offset = self.time_index.last_entry
-        self.max_timestamp_so_far = ts
-        self.offset_of_max_timestamp_so_far = ts_offset if ts >= 0 else -1
-        self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
-        self.max_offset = base_offset + INT32_MAX   # offsets past it do not fit 32-bit relative offsets
+        self._load_offset_index()
+        self._load_time_index()
+        self._load_txn_index()
+        self._load_max_timestamp()
         self.refresh_roll_limits()
         POOL.opened(self)
+
+    def __getattr__(self, name):
+        loader = _LAZY_FIELDS.get(name)
+        if loader is None:
+            raise AttributeError(f"'LogSegment' object has no attribute {name!r}")
+        with _lazy_lock:
+            if name not in self.__dict__:
+                getattr(self, loader)()
+        return self.__dict__[name]
+
+    def _loaded(self, name: str):
+        """A lazy attribute if it was loaded, else None (without loading it)."""
+        return self.__dict__.get(name)
+
+    def _load_size(self) -> None:
+        fd = self._fd
+        size = os.fstat(fd).st_size if fd is not None else os.stat(self.log_path).st_size
+        d = self.__dict__
+        d.setdefault("size", size)
+        d.setdefault("_reserved_to", d["size"])
+
+    def _load_offset_index(self) -> None:
+        index = OffsetIndex(self._index_path, self.base_offset, self.config.segment_index_bytes, self._note_open)
+        if self._active_indexes:
+            index.resize(self.config.segment_index_bytes)
+        self.__dict__.setdefault("offset_index", index)
+
+    def _load_time_index(self) -> None:
+        index = TimeIndex(self._time_index_path, self.base_offset, self.config.segment_index_bytes, self._note_open)
+        if self._active_indexes:
+            index.resize(self.config.segment_index_bytes)
+        self.__dict__.setdefault("time_index", index)
+
+    def _load_txn_index(self) -> None:
+        self.__dict__.setdefault("txn_index", TransactionIndex(self._txn_index_path, self.base_offset,
+                                                               self._note_open))
+
+    def _load_max_timestamp(self) -> None:
+        ts, ts_offset = self.time_index.last_entry
+        d = self.__dict__
+        d.setdefault("max_timestamp_so_far", ts)
+        d.setdefault("offset_of_max_timestamp_so_far", ts_offset if ts >= 0 else -1)
 
     # -- open files (storage/open_files.py) -------------------------------------------
     @property
@@ -127,12 +191,19 @@ class LogSegment:
             self._fd = open_fd(self.log_path, os.O_RDWR)
             POOL.opened(self)
 
-    def release_files(self) -> None:
-        """Drop the descriptor and index mappings (each closes when its last user lets go)."""
+    def release_files(self, uncount: bool = False) -> None:
+        """Drop the descriptor and index mappings (each closes when its last user lets go); with
+        ``uncount``, leave the open-files budget too (the next use counts the segment again)."""
+        if uncount and not self.closed:
+            POOL.closed(self)
         self._fd = None
-        self.offset_index.unmap()
-        self.time_index.unmap()
-        self.txn_index.release()
+        for name in ("offset_index", "time_index"):
+            index = self._loaded(name)
+            if index is not None:
+                index.unmap()
+        txn = self._loaded("txn_index")
+        if txn is not None:
+            txn.release()
 
     # -- writing -------------------------------------------------------------------
     def append(self, data, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int) -> None:
@@ -215,10 +286,13 @@ class LogSegment:
 
     def _seal(self) -> None:
         """Record the largest timestamp in the time index and cut any preallocated tail (Kafka
-        does both when a segment stops being active, and on a clean close)."""
-        if self.max_timestamp_so_far >= 0:
+        does both when a segment stops being active, and on a clean close). A lazily loaded
+        segment whose time index and size were never read had nothing written: it is as it was."""
+        if self._loaded("max_timestamp_so_far") is not None and self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
                                          skip_full_check=True)
+        if self._loaded("_reserved_to") is None:
+            return
         if self._preallocated:
             os.ftruncate(self.fd, self.size)
             self._preallocated = False
@@ -235,23 +309,30 @@ class LogSegment:
         self.refresh_roll_limits()
 
     def _create_index_files(self) -> None:
-        if self.size:
-            self.offset_index.create_file()
-            self.time_index.create_file()
+        indexes = [i for i in (self._loaded("offset_index"), self._loaded("time_index")) if i is not None]
+        if indexes and self.size:   # an index never loaded is on disk as it was
+            for index in indexes:
+                index.create_file()
 
     def make_active(self) -> None:
-        """Give a reopened last segment room to grow its indexes again."""
-        self.offset_index.resize(self.config.segment_index_bytes)
-        self.time_index.resize(self.config.segment_index_bytes)
-        self.refresh_roll_limits()
+        """Give a reopened last segment room to grow its indexes again (those not loaded yet get it
+        when they are)."""
+        self._active_indexes = True
+        for name in ("offset_index", "time_index"):
+            index = self._loaded(name)
+            if index is not None:
+                index.resize(self.config.segment_index_bytes)
+        for name in ("append_offset_limit", "roll_timestamp_limit"):   # computed again at first use
+            self.__dict__.pop(name, None)
 
     def flush(self) -> None:
         if self.closed:
             return
         os.fsync(self.fd)
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+        for name in ("offset_index", "time_index", "txn_index"):
+            index = self._loaded(name)
+            if index is not None:
+                index.flush()
 
     # -- reading -------------------------------------------------------------------
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
@@ -330,18 +411,23 @@ class LogSegment:
         Both indexes must increase strictly and stay inside the log, and the last offset
         index entry must point at the start of a batch holding its offset.
         """
-        self.offset_index.sanity_check(self.size)
-        position = 0
-        if self.offset_index.entries:
-            last_offset, position = self.offset_index.entry(self.offset_index.entries - 1)
+        size = self.size
+        last = self.offset_index.sanity_check(size)
+        position, prev_last = 0, self.base_offset - 1
+        if last is not None:
+            last_offset, position = last
             try:
-                info = read_batch_header(self.fd, position, self.size)
+                info = read_batch_header(self.fd, position, size)
             except ValueError:
                 info = None
             if info is None or info.last_offset < last_offset or info.base_offset > last_offset:
                 raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
-        self.next_offset = self._check_tail(position)
+            prev_last = info.base_offset - 1   # the indexed batch is whole and valid: it bounds what follows
+        self.next_offset = self._check_tail(position, prev_last)
         self.time_index.sanity_check(self.next_offset)
+        if self._loaded("txn_index") is None and not (self.txn_index_on_disk if self.txn_index_on_disk is not None
+                                                      else os.path.exists(self._txn_index_path)):
+            return   # no aborted transaction in this segment; its index loads (empty) when first used
         self.txn_index.sanity_check()
         for txn in self.txn_index.all_aborted_txns():
             # each entry names the ABORT marker of its producer in this segment
@@ -351,15 +437,11 @@ class LogSegment:
                     or not 0 <= txn.last_stable_offset <= txn.last_offset + 1:
                 raise CorruptIndexError(f"{self.txn_index.path}: {txn} does not name an abort marker of the log")
 
-    def _check_tail(self, position: int) -> int:
+    def _check_tail(self, position: int, prev_last: int) -> int:
         """The offset after the last batch, checking every batch from ``position`` (the last index
         entry: at most index.interval.bytes and a batch) whole, in order and with a valid checksum,
         up to the exact end of the file; CorruptIndexError (so recovery runs) otherwise."""
         end = self.size
-        prev_last = self.base_offset - 1
-        if position:   # the indexed batch is whole and valid (sanity_check): it bounds what follows
-            info = read_batch_header(self.fd, position, end)
-            prev_last = info.base_offset - 1
         chunk, at = b"", 0
         while position < end:
             left = len(chunk) - at
@@ -387,6 +469,7 @@ class LogSegment:
             prev_last = info.last_offset
             position += info.size
             at += info.size
+            self.tail_batch = info
         return prev_last + 1
 
     def _offsets_invalid(self, info: BatchHeader, prev_last: int, limit: int | None) -> str | None:
@@ -440,6 +523,7 @@ class LogSegment:
         it) is the damaged one (a flipped bit), and recovery runs again to cut before it
         (``stop_at``); any other fall cuts at the batch that falls.
         """
+        self.tail_batch = None
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
@@ -570,10 +654,14 @@ class LogSegment:
         if self.closed:
             return
         self._seal()
-        self.offset_index.close()
-        self.time_index.close()
+        for name in ("offset_index", "time_index"):
+            index = self._loaded(name)
+            if index is not None:
+                index.close()
         self._create_index_files()
-        self.txn_index.close()
+        txn = self._loaded("txn_index")
+        if txn is not None:
+            txn.close()
         self._fd = None
         self.closed = True
         POOL.closed(self)

@@ -139,6 +139,8 @@ class UnifiedLog:
         self._fus_meta: LogOffsetMetadata | None = None   # the first unstable offset with its position
         with self._lock:
             self._load(had_clean_shutdown)
+            for segment in local.segments:   # opened to be checked: each opens again at its first use
+                segment.release_files(uncount=True)
         local.on_roll = self._on_roll
         self._set_fast()
 
@@ -153,7 +155,10 @@ class UnifiedLog:
         recovered = [s for s in local.segments if s.base_offset in set(local.recovered_on_load)]
         cache.assign_all(e for s in recovered for e in s.recovered_epochs
                          if cache.latest_epoch is None or e[0] > cache.latest_epoch)
-        cache.truncate_from_end(end)
+        # an empty log keeps the epoch that began at its end: its leader assigns the same entry
+        # again at once, which would otherwise cost each empty partition two checkpoint writes
+        # (and fsyncs) per restart
+        cache.truncate_from_end(end + 1 if end == start else end)
         cache.truncate_from_start(start)
         if end > start and not self._epochs_fit_log():
             self._rebuild_leader_epochs()
@@ -194,10 +199,12 @@ class UnifiedLog:
         end, start = local.next_offset, local.log_start_offset
         last_segment = next((s for s in reversed(local.segments) if s.size), None)
         last = None
-        if last_segment is not None:   # from its last index entry: a bounded scan
-            _, position = last_segment.offset_index.lookup(last_segment.next_offset)
-            for last in last_segment.batches(position):
-                pass
+        if last_segment is not None:
+            last = last_segment.tail_batch   # the load's check just walked to it
+            if last is None or last.last_offset + 1 != last_segment.next_offset:   # from its last index entry
+                _, position = last_segment.offset_index.lookup(last_segment.next_offset)
+                for last in last_segment.batches(position):
+                    pass
         if last is None or last.magic < 2 or last.partition_leader_epoch < 0:
             return True
         entries = self.leader_epoch_cache.entries
