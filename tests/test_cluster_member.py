@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import uuid
 from contextlib import asynccontextmanager
 
@@ -372,14 +373,14 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
 
 
 # ---------------------------------------------------------------- topic configs
-@pytest.mark.parametrize("listener", ["own watch", "admin manager's"])
+@pytest.mark.parametrize("subscribers", ["topic configs alone", "with the admin manager"])
 def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw,
-                                                                           listener):
-    """Whichever listens to /config/changes (the broker's topic configs alone, or the ZooKeeper admin
-    manager's config manager, which the topic configs then follow), the change reaches the log."""
+                                                                           subscribers):
+    """Whoever else subscribes to topic changes on the broker's config change listener (the ZooKeeper admin
+    manager keeps every topic's overrides), the change reaches the log."""
     raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
     factories = None
-    if listener == "admin manager's":
+    if subscribers == "with the admin manager":
         factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
 
     async def scenario():
@@ -393,3 +394,44 @@ def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_
             return at_creation
 
     assert run(scenario()) == 2
+
+
+def test_one_config_change_listener_applies_topic_overrides_and_client_quotas_also_after_a_restart(
+        tmp_path, zk_server, chroot, raw):
+    """One /config/changes listener per broker, as Kafka's ZkConfigManager: the notifications of a topic
+    override and of a client quota, written to ZooKeeper as Kafka's tools write them, are both applied by
+    the running broker; changed while it is down, a restarted broker applies both."""
+    factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
+
+    def change(entity_path: str, configs: dict) -> None:
+        path = f"/config/{entity_path}"
+        data = json.dumps({"version": 1, "config": configs}).encode()
+        if raw.exists(path):
+            raw.set(path, data)
+        else:
+            raw.create(path, data, makepath=True)
+        raw.create("/config/changes/config_change_", json.dumps({"version": 2, "entity_path": entity_path}).encode(),
+                   sequence=True, makepath=True)
+
+    def listeners() -> set:
+        return {t.ident for t in threading.enumerate() if t.name == "config-change-listener"}
+
+    async def applied(min_isr: int, rate: float) -> None:
+        before = listeners()
+        async with leading(tmp_path, zk_server, chroot, factories) as (b, _):
+            assert len(listeners() - before) == 1              # quotas, topic configs and the admin manager share it
+            partition = b.replica_manager.get_partition("t", 0)
+            await until(lambda: (partition.min_insync_replicas, b.quotas.produce.quota("ANONYMOUS", "app"))
+                        == (min_isr, rate), what="the overrides to be applied")
+            if min_isr == 2:                                   # running: both changes arrive as notifications
+                change("topics/t", {"min.insync.replicas": "3"})
+                change("clients/app", {"producer_byte_rate": "2048"})
+                await until(lambda: (partition.min_insync_replicas, b.quotas.produce.quota("ANONYMOUS", "app"))
+                            == (3, 2048), what="the notified changes to be applied")
+
+    change("topics/t", {"min.insync.replicas": "2"})
+    change("clients/app", {"producer_byte_rate": "1024"})
+    run(applied(2, 1024))
+    change("topics/t", {"min.insync.replicas": "1"})         # while the broker is down
+    change("clients/app", {"producer_byte_rate": "4096"})
+    run(applied(1, 4096))
