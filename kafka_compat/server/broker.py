@@ -237,7 +237,7 @@ class Broker:
         self.zk_client: KafkaZkClient | None = None
         self.registration: ZkBrokerRegistration | None = None
         self.topic_configs: ZkTopicConfigs | None = None
-        self.config_manager: ZkConfigManager | None = None    # /config/changes: quotas, topics, broker configs
+        self.config_manager: ZkConfigManager | None = None    # /config/changes: quotas, topics, broker configs, SCRAM
         self.alter_partition_manager: AlterPartitionManager | None = None
         self.to_controller: NetworkClient | None = None       # AlterPartition, ControlledShutdown
         self.controller_channel: NetworkClient | None = None  # the controller's requests to brokers
@@ -391,7 +391,7 @@ class Broker:
             await asyncio.to_thread(self.zk_client.create_top_level_paths)
             self.cluster_id = await asyncio.to_thread(self._cluster_id)
             if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
-                self.security_stores = zk_security_stores(self.zk_client)
+                self.security_stores = zk_security_stores(self.zk_client, self.config_manager)
             await asyncio.to_thread(self._security)
             await self._start_dynamic_config(self.zk_client)   # quotas and dynamic configs on our client too
         except BrokerStartError:
