@@ -70,7 +70,7 @@ class ZkControllerService:
 
 def _zk_admin_manager(links, service):
     from .server.zk_admin_manager import ZkAdminManager
-    manager = ZkAdminManager(links.config, links.zk_client, links.metadata_cache,
+    manager = ZkAdminManager(links.config, links.zk_client, links.metadata_cache, config_manager=links.config_manager,
                              controller=service.controller if service is not None else None)
     if service is not None:
         service.use_admin_manager(manager)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import uuid
 from contextlib import asynccontextmanager
 
@@ -27,6 +28,7 @@ from kafka_compat.protocol.messages.leader_and_isr import LeaderAndIsrRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.messages.update_metadata import UpdateMetadataRequest
 from kafka_compat.protocol.records import build_batch
+from kafka_compat.security.scram import ScramCredential, credential_from_password, format_credential
 from kafka_compat.server.broker import Broker
 from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.testing import EmbeddedZooKeeper, zookeeper_missing
@@ -372,14 +374,14 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
 
 
 # ---------------------------------------------------------------- topic configs
-@pytest.mark.parametrize("listener", ["own watch", "admin manager's"])
+@pytest.mark.parametrize("subscribers", ["topic configs alone", "with the admin manager"])
 def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw,
-                                                                           listener):
-    """Whichever listens to /config/changes (the broker's topic configs alone, or the ZooKeeper admin
-    manager's config manager, which the topic configs then follow), the change reaches the log."""
+                                                                           subscribers):
+    """Whoever else subscribes to topic changes on the broker's config change listener (the ZooKeeper admin
+    manager keeps every topic's overrides), the change reaches the log."""
     raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
     factories = None
-    if listener == "admin manager's":
+    if subscribers == "with the admin manager":
         factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
 
     async def scenario():
@@ -393,3 +395,54 @@ def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_
             return at_creation
 
     assert run(scenario()) == 2
+
+
+def test_one_config_change_listener_applies_topic_overrides_client_quotas_and_scram_users_also_after_a_restart(
+        tmp_path, zk_server, chroot, raw):
+    """One /config/changes listener per broker, as Kafka's ZkConfigManager: the notifications of a topic
+    override, of a client quota and of a SCRAM user, written to ZooKeeper as Kafka's tools write them, are
+    all applied by the running broker (one with a SCRAM listener); changed while it is down, a restarted
+    broker applies them all."""
+    factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
+    scram = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+             "sasl.enabled.mechanisms": "SCRAM-SHA-256"}
+
+    def change(entity_path: str, configs: dict) -> None:
+        path = f"/config/{entity_path}"
+        data = json.dumps({"version": 1, "config": configs}).encode()
+        if raw.exists(path):
+            raw.set(path, data)
+        else:
+            raw.create(path, data, makepath=True)
+        raw.create("/config/changes/config_change_", json.dumps({"version": 2, "entity_path": entity_path}).encode(),
+                   sequence=True, makepath=True)
+
+    def change_all(min_isr: int, rate: int, password: str) -> ScramCredential:
+        change("topics/t", {"min.insync.replicas": str(min_isr)})
+        change("clients/app", {"producer_byte_rate": str(rate)})
+        cred = credential_from_password("SCRAM-SHA-256", password, 4096)
+        change("users/alice", {"SCRAM-SHA-256": format_credential(cred)})
+        return cred
+
+    def listeners() -> set:     # the ACL changes have their own path and listener, as in Kafka
+        return {(t.ident, t.name) for t in threading.enumerate()
+                if t.name.endswith("change-listener") and t.name != "acl-change-listener"}
+
+    async def applied(min_isr: int, rate: int, cred: ScramCredential) -> None:
+        before = listeners()
+        async with leading(tmp_path, zk_server, chroot, factories, **scram) as (b, _):
+            # quotas, topic configs, the admin manager and the SCRAM credentials share it
+            assert [name for _, name in listeners() - before] == ["config-change-listener"]
+            partition = b.replica_manager.get_partition("t", 0)
+            credentials = b.security_stores.credentials
+
+            def now():
+                return (partition.min_insync_replicas, b.quotas.produce.quota("ANONYMOUS", "app"),
+                        credentials.lookup("SCRAM-SHA-256", "alice"))
+            await until(lambda: now() == (min_isr, rate, cred), what="the overrides to be applied")
+            if min_isr == 2:                                   # running: the changes arrive as notifications
+                changed = change_all(3, 2048, "pw-running")
+                await until(lambda: now() == (3, 2048, changed), what="the notified changes to be applied")
+
+    run(applied(2, 1024, change_all(2, 1024, "pw-first")))
+    run(applied(1, 4096, change_all(1, 4096, "pw-while-down")))        # changed while the broker is down

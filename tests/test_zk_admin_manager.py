@@ -82,7 +82,9 @@ class Front:
         self.node = cluster.start(broker_id, with_controller=False, rack=rack, config=config)
         self.cache = MetadataCache(broker_id, "test-cluster")
         cfg = self.node.config_object()
-        self.admin = ZkAdminManager(cfg, self.node.zk, self.cache, rng=random.Random(SEED))
+        self.config_manager = ZkConfigManager(self.node.zk)       # one /config/changes listener, as a broker's
+        self.admin = ZkAdminManager(cfg, self.node.zk, self.cache, config_manager=self.config_manager,
+                                    rng=random.Random(SEED))
 
         def on_update_metadata(body):
             def apply():
@@ -91,9 +93,10 @@ class Front:
         self.node.fake.on_update_metadata = on_update_metadata
         self.controller = self.admin.controller = self.node.start_controller() if controller else None
         await self.admin.startup()
-        self.dynamic_config = DynamicConfigManager(ZkConfigStore(self.node.zk), QuotaManagers.from_config(cfg),
-                                                   DynamicBrokerConfig(cfg, broker_id))
+        self.dynamic_config = DynamicConfigManager(ZkConfigStore(self.node.zk, self.config_manager),
+                                                   QuotaManagers.from_config(cfg), DynamicBrokerConfig(cfg, broker_id))
         await self.dynamic_config.startup()
+        await asyncio.to_thread(self.config_manager.startup)
         handlers = [CreateTopicsApi(cfg, self.cache, self.admin), DeleteTopicsApi(cfg, self.cache, self.admin),
                     ConfigsApi(broker_id, self.cache, cfg, self.admin, self.dynamic_config),
                     MetadataApi(cfg, self.cache, self.admin)]
@@ -129,6 +132,7 @@ class Front:
         await self.server.stop()
         await self.dynamic_config.shutdown()
         await self.admin.shutdown()
+        self.config_manager.shutdown()
 
 
 def run(cluster, scenario):
@@ -307,8 +311,6 @@ def test_topic_config_changes_are_written_and_announced_to_every_broker(cluster)
     async def scenario(front):
         f = await front(1)
         other = await front(2, controller=False)
-        changes = []
-        other.admin.add_topic_config_listener(lambda topic, configs: changes.append((topic, configs)))
         await f.wait(lambda: len(f.cache.alive_brokers()) == 2, "two brokers")
         [created] = (await f.call(CREATE_TOPICS, 7, create_request("t", 1, 2))).topics
         assert created.error_code == ErrorCode.NONE
@@ -316,8 +318,7 @@ def test_topic_config_changes_are_written_and_announced_to_every_broker(cluster)
         got = await f.call(44, 1, IncrementalAlterConfigsRequest(resources=[
             IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=2, resource_name="t", configs=[op])]))
         assert got.responses[0].error_code == ErrorCode.NONE
-        await other.wait(lambda: ("t", {"retention.ms": "5000"}) in changes, "the other broker to hear of it")
-        assert other.admin.log_config("t").retention_ms == 5000
+        await other.wait(lambda: other.admin.log_config("t").retention_ms == 5000, "the other broker to hear of it")
         described = await other.call(32, 4, DescribeConfigsRequest(resources=[
             DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name="t",
                                                            configuration_keys=["retention.ms"])]))
@@ -355,20 +356,33 @@ def test_turning_unclean_election_on_elects_a_leader_for_an_offline_partition(cl
     assert cluster.state("t", 0)["isr"] == [3]
 
 
-def test_the_config_manager_reports_existing_configs_then_changes_and_purges_old_notifications(cluster):
+def test_one_config_manager_dispatches_each_notification_to_its_types_handlers_and_purges_old_ones(cluster):
+    """Kafka's ZkConfigManager: existing entities to the handlers that ask for them, then each notification
+    (version 2 and version 1 JSON) in sequence order to its entity type's handlers, none for an unsubscribed
+    type; notifications older than the expiration are deleted."""
     node = cluster.start(1, with_controller=False)
     node.zk.set_or_create_entity_configs("topics", "old", {"cleanup.policy": "compact"})
     node.zk.change_entity_config("clients", "app", {"producer_byte_rate": "1024"})
     seen = []
-    manager = ZkConfigManager(node.zk, lambda *change: seen.append(change), change_expiration_ms=0)
+    manager = ZkConfigManager(node.zk, change_expiration_ms=0)
+    manager.subscribe("topics", lambda *change: seen.append(("topics", *change)))
+    manager.subscribe("clients", lambda *change: seen.append(("clients", *change)), existing=False)
     manager.startup()
     try:
-        assert ("topics", "old", {"cleanup.policy": "compact"}) in seen
-        assert ("clients", "app", {"producer_byte_rate": "1024"}) in seen
+        assert seen[0] == ("topics", "old", {"cleanup.policy": "compact"})           # reported before listening
+        wait_until(lambda: ("clients", "app", {"producer_byte_rate": "1024"}) in seen)   # from its notification
+        node.zk.change_entity_config("users", "bob", {"producer_byte_rate": "1"})    # nobody subscribed to users
+        node.zk.set_or_create_entity_configs("clients", "v1", {"consumer_byte_rate": "2048"})
+        cluster.raw.create(cluster.chroot + "/config/changes/config_change_",
+                           b'{"version":1,"entity_type":"clients","entity_name":"v1"}', sequence=True)
         node.zk.change_entity_config("topics", "new", {"retention.ms": "1"})
         wait_until(lambda: ("topics", "new", {"retention.ms": "1"}) in seen)
+        assert seen[-2:] == [("clients", "v1", {"consumer_byte_rate": "2048"}), ("topics", "new", {"retention.ms": "1"})]
+        assert not [s for s in seen if s[1] == "bob"]
         wait_until(lambda: not cluster.raw.get_children(cluster.chroot + "/config/changes"),
                    what="the expired notifications to be purged")
+        with pytest.raises(RuntimeError):
+            manager.subscribe("brokers", print)                  # too late: the existing ones were reported
     finally:
         manager.shutdown()
 

@@ -24,6 +24,7 @@ import time
 from typing import Callable, Iterable, Mapping
 from urllib.parse import quote, unquote
 
+from ..server.zk_config_manager import ZkConfigManager
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
@@ -170,20 +171,20 @@ class ZkAclStore:
 
 
 class ZkCredentialStore(CredentialStore):
-    """SCRAM credentials in /config/users; other brokers' changes arrive through /config/changes."""
+    """SCRAM credentials in /config/users; other brokers' changes arrive through /config/changes, on
+    `config_manager`, the broker's one listener there (Kafka's ZkConfigManager with its handler for
+    users); a store used alone runs its own."""
 
-    def __init__(self, zk: KafkaZkClient):
+    def __init__(self, zk: KafkaZkClient, config_manager: ZkConfigManager | None = None):
         self.zk = zk
-        zk.make_sure_persistent_path_exists(zd.CONFIG_CHANGES_PATH)
-        seen = zk.get_config_change_notifications()
-        self._last = seen[-1][0] if seen else ""
+        self.config_manager = config_manager
+        self._own_manager: ZkConfigManager | None = None
         users = {}
         for name in zk.get_all_entities_with_config("users"):
             creds = self._fetch(name)
             if creds:
                 users[desanitize(name)] = creds
         super().__init__(users)
-        self._listener: ChangeListener | None = None
 
     def _fetch(self, sanitized: str) -> dict[str, ScramCredential]:
         path = zd.config_entity_path("users", sanitized)
@@ -202,31 +203,36 @@ class ZkCredentialStore(CredentialStore):
             self.zk.change_entity_config("users", sanitized, config)
 
     def listen(self) -> None:
-        """Follow other brokers' credential changes (on the listener's thread)."""
-        def process() -> None:
-            changed = set()
-            for seq, entity_type, name in self.zk.get_config_change_notifications(self._last):
-                self._last = seq
-                if entity_type == "users" and "/" not in name:
-                    changed.add(name)
-            if not changed:
-                return
-            with self._lock:
-                users = dict(self._users)
-                for name in changed:
-                    creds = self._fetch(name)
-                    if creds:
-                        users[desanitize(name)] = creds
-                    else:
-                        users.pop(desanitize(name), None)
-                self._users = users
-        self._listener = ChangeListener(self.zk, (zd.CONFIG_CHANGES_PATH,), process, "scram-change-listener")
+        """Follow the credential changes announced from here on, by other brokers and Kafka's tools (every
+        notification still in ZooKeeper is handled once more when the listener starts: what was loaded
+        before it started is not missed). Subscribe before the broker starts its config manager."""
+        manager = self.config_manager
+        if manager is None:
+            manager = self._own_manager = ZkConfigManager(self.zk)
+        manager.subscribe("users", self._user_changed, existing=False)
+        if self._own_manager is not None:
+            self._own_manager.startup()
+
+    def _user_changed(self, sanitized: str, _configs: dict[str, str]) -> None:
+        """Re-read under the lock that `alter` holds while it writes: the configs the listener read
+        before may predate a change this broker has just made."""
+        if "/" in sanitized:                    # users/<user>/clients/<id>: a quota, never a credential
+            return
+        with self._lock:
+            users = dict(self._users)
+            creds = self._fetch(sanitized)
+            if creds:
+                users[desanitize(sanitized)] = creds
+            else:
+                users.pop(desanitize(sanitized), None)
+            self._users = users
 
     def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
+        if self._own_manager is not None:
+            self._own_manager.shutdown()
 
 
-def zk_security_stores(zk: KafkaZkClient) -> SecurityStores:
-    """ACLs and SCRAM credentials in the cluster's ZooKeeper, on the broker's own client."""
-    return SecurityStores(ZkAclStore(zk), ZkCredentialStore(zk))
+def zk_security_stores(zk: KafkaZkClient, config_manager: ZkConfigManager | None = None) -> SecurityStores:
+    """ACLs and SCRAM credentials in the cluster's ZooKeeper, on the broker's own client; the credentials
+    follow /config/changes on the broker's `config_manager`."""
+    return SecurityStores(ZkAclStore(zk), ZkCredentialStore(zk, config_manager))

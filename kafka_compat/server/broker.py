@@ -105,6 +105,7 @@ from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
 from .write_txn_markers import WriteTxnMarkersApi
+from .zk_config_manager import ZkConfigManager
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
 
@@ -157,6 +158,7 @@ class ClusterLinks:
     loop: asyncio.AbstractEventLoop
     controller_metrics: ControllerMetrics | None = None    # the broker's gauges, fed by the active controller
     auth: AuthHelper = NO_AUTHORIZER        # the ACL checks of the controller's APIs (CLUSTER_ACTION, ALTER, ...)
+    config_manager: ZkConfigManager | None = None   # the broker's one /config/changes listener: subscribe to it
 
 
 class ClusterAdminUnavailable:
@@ -237,6 +239,7 @@ class Broker:
         self.log_dir_failure_channel: LogDirFailureChannel | None = None     # a cluster member's
         self.registration: ZkBrokerRegistration | None = None
         self.topic_configs: ZkTopicConfigs | None = None
+        self.config_manager: ZkConfigManager | None = None    # /config/changes: quotas, topics, broker configs, SCRAM
         self.alter_partition_manager: AlterPartitionManager | None = None
         self.to_controller: NetworkClient | None = None       # AlterPartition, ControlledShutdown
         self.controller_channel: NetworkClient | None = None  # the controller's requests to brokers
@@ -268,7 +271,7 @@ class Broker:
         self.quotas = QuotaManagers.from_config(cfg)
         store = self.config_store
         if store is None and zk_client is not None:
-            store = ZkConfigStore(zk_client)
+            store = ZkConfigStore(zk_client, self.config_manager)
         elif store is None:
             store = (ZkConfigStore(await asyncio.to_thread(self._stores_zk_client)) if cfg["zookeeper.connect"]
                      else LocalConfigStore(self.log_dirs[0]))
@@ -388,12 +391,13 @@ class Broker:
         loop = asyncio.get_running_loop()
         self._prepare_dirs(write=False)
         self.zk_client = KafkaZkClient.from_config(cfg)
+        self.config_manager = ZkConfigManager(self.zk_client)     # started once everyone subscribed
         try:
             await asyncio.to_thread(self.zk_client.start)
             await asyncio.to_thread(self.zk_client.create_top_level_paths)
             self.cluster_id = await asyncio.to_thread(self._cluster_id)
             if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
-                self.security_stores = zk_security_stores(self.zk_client)
+                self.security_stores = zk_security_stores(self.zk_client, self.config_manager)
             await asyncio.to_thread(self._security)
             await self._start_dynamic_config(self.zk_client)   # quotas and dynamic configs on our client too
         except BrokerStartError:
@@ -405,6 +409,7 @@ class Broker:
                 from e
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.topic_configs = ZkTopicConfigs(self.zk_client, cfg, self._topic_config_changed)
+        self.topic_configs.follow(self.config_manager, loop)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_manager = self._new_log_manager(self.topic_configs.log_config(""), self.topic_configs.log_config,
                                                  self.log_dir_failure_channel)
@@ -450,19 +455,16 @@ class Broker:
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
-                             self.controller_metrics, AuthHelper(self.authorizer))
+                             self.controller_metrics, AuthHelper(self.authorizer), self.config_manager)
         # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
         # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)
                            if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
-        # one /config/changes listener: the admin manager's when it has one, else the topic configs' own watch
-        add_listener = getattr(self.controller, "add_topic_config_listener", None)
-        if add_listener is not None:
-            self.topic_configs.follow(add_listener, loop)
         if hasattr(self.controller, "startup"):
             await self.controller.startup()
+        await asyncio.to_thread(self.config_manager.startup)     # every subscriber is in
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller,
                                                   offsets_replication_factor=cfg["offsets.topic.replication.factor"])
@@ -486,8 +488,6 @@ class Broker:
             on_resumed=self._on_zk_resumed, on_lost=self._on_zk_session_lost, on_registered=self._on_registered)
         try:
             await self.registration.start()
-            if add_listener is None:
-                await asyncio.to_thread(self.topic_configs.start_watching, loop)
         except Exception as e:
             await self.stop()
             raise BrokerStartError(f"cannot register broker {self.broker_id} in ZooKeeper: {e}") from e
@@ -590,8 +590,8 @@ class Broker:
             await self.controller.shutdown()
         if self.registration is not None:
             self.registration.close()
-        if self.topic_configs is not None:
-            self.topic_configs.stop_watching()
+        if self.config_manager is not None:
+            self.config_manager.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.txn_coordinator is not None:

@@ -110,12 +110,14 @@ class ZkConfigStore:
     """Entity configs in ZooKeeper, as Kafka's AdminZkClient writes them and ZkConfigManager reads them.
 
     Takes a started KafkaZkClient (the cluster wiring owns it). Changes are announced through
-    /config/changes and followed by a ZkConfigManager (the same listener the topic configs use).
+    /config/changes and followed by `config_manager`, the broker's one listener, which the broker starts
+    (and which also serves its topics); without one the store runs its own.
     """
 
-    def __init__(self, zk_client):
+    def __init__(self, zk_client, config_manager: ZkConfigManager | None = None):
         self.zk = zk_client
-        self._listener: ZkConfigManager | None = None
+        self.config_manager = config_manager
+        self._own_listener: ZkConfigManager | None = None
 
     def entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
         return self.zk.get_entity_configs(entity_type, name)
@@ -139,12 +141,17 @@ class ZkConfigStore:
         self.zk.change_entity_config(entity_type, name, configs)
 
     def watch_changes(self, callback: Callable[[str, str], None]) -> None:
-        if self._listener is not None:
-            raise RuntimeError("ZkConfigStore.watch_changes is called once")
-        self._listener = ZkConfigManager(self.zk, lambda entity_type, name, _configs: callback(entity_type, name),
-                                         entity_types=ENTITY_TYPES)
-        self._listener.startup()
+        """The caller loaded the current configs already: only changes are reported."""
+        listener = self.config_manager
+        if listener is None:
+            if self._own_listener is not None:
+                raise RuntimeError("ZkConfigStore.watch_changes is called once")
+            listener = self._own_listener = ZkConfigManager(self.zk)
+        for entity_type in ENTITY_TYPES:
+            listener.subscribe(entity_type, lambda name, _configs, t=entity_type: callback(t, name), existing=False)
+        if self._own_listener is not None:
+            self._own_listener.startup()
 
     def close(self) -> None:
-        if self._listener is not None:
-            self._listener.shutdown()
+        if self._own_listener is not None:
+            self._own_listener.shutdown()

@@ -11,7 +11,8 @@ changes rewrite /config/topics/<t> and leave a /config/changes notification for 
 The ZooKeeper work runs in a thread; the public methods are coroutines for the handlers to await (see
 admin_manager). The waits complete when the broker's UpdateMetadata handling calls
 `try_complete_delayed_topic_operations(topics)` on the loop, after updating the metadata cache.
-`log_config(topic)` is answered from a cache of topic overrides kept by the config change listener.
+`log_config(topic)` is answered from a cache of every topic's overrides, kept by the handler this manager
+subscribes to the broker's config change listener (ZkConfigManager) for topics.
 """
 from __future__ import annotations
 
@@ -38,8 +39,6 @@ from .topics import validate_name
 from .zk_config_manager import ZkConfigManager
 
 log = logging.getLogger(__name__)
-
-TopicConfigListener = Callable[[str, dict[str, str]], None]
 
 
 class CreatedTopic(NamedTuple):
@@ -94,25 +93,22 @@ class ZkAdminManager:
     asynchronous = True
 
     def __init__(self, config, zk_client: KafkaZkClient, metadata_cache: MetadataCache, *,
-                 controller=None, rng: random.Random | None = None):
-        """`controller`: this broker's KafkaController (CreateTopics, CreatePartitions and DeleteTopics
-        are answered only by the active controller's broker, as in Kafka). `rng` fixes the random start
-        of replica placement (tests)."""
+                 config_manager: ZkConfigManager, controller=None, rng: random.Random | None = None):
+        """`config_manager`: the broker's /config/changes listener, started by the broker once everyone
+        subscribed (it reports every topic's overrides first). `controller`: this broker's KafkaController
+        (CreateTopics, CreatePartitions and DeleteTopics are answered only by the active controller's
+        broker, as in Kafka). `rng` fixes the random start of replica placement (tests)."""
         self.config = config
         self.zk = zk_client
         self.metadata_cache = metadata_cache
         self.controller = controller
         self._rng = rng
         self._topic_configs: dict[str, dict[str, str]] = {}
-        self._listeners: list[TopicConfigListener] = []
-        self._config_manager = ZkConfigManager(zk_client, self._on_config_change)
+        config_manager.subscribe("topics", self._on_topic_config_change)
         self._purgatory: DelayedOperationPurgatory | None = None
 
     async def startup(self) -> None:
-        """Load every topic's overrides and start listening for config changes (for `log_config`, the
-        topic config listeners and unclean elections turned on by a config change)."""
         self._topic_purgatory()
-        await asyncio.to_thread(self._config_manager.startup)
 
     def _topic_purgatory(self) -> DelayedOperationPurgatory:
         """Where the waits for the metadata cache park (made on the loop, at the first use)."""
@@ -121,7 +117,6 @@ class ZkAdminManager:
         return self._purgatory
 
     async def shutdown(self) -> None:
-        self._config_manager.shutdown()
         if self._purgatory is not None:
             self._purgatory.shutdown()
 
@@ -130,16 +125,8 @@ class ZkAdminManager:
 
     # -- configs ------------------------------------------------------------------------------
 
-    def add_topic_config_listener(self, listener: TopicConfigListener) -> None:
-        """`listener(topic, overrides)` after a topic's configs change; on the listener thread."""
-        self._listeners.append(listener)
-
-    def _on_config_change(self, entity_type: str, name: str, configs: dict[str, str]) -> None:
-        if entity_type != "topics":
-            return
-        self._topic_configs[name] = dict(configs)
-        for listener in self._listeners:
-            listener(name, dict(configs))
+    def _on_topic_config_change(self, name: str, configs: dict[str, str]) -> None:     # the listener's thread
+        self._topic_configs[name] = configs
         # Kafka's TopicConfigHandler: with unclean election on, offline partitions may get a leader now
         if self.controller is not None and configs.get("unclean.leader.election.enable", "").lower() == "true":
             self.controller.enable_topic_unclean_leader_election(name)

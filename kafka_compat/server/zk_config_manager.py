@@ -1,14 +1,15 @@
-"""Dynamic config changes from ZooKeeper: Kafka's ZkConfigManager (DynamicConfigManager) with its
-ZkNodeChangeNotificationListener on /config/changes.
+"""Dynamic config changes from ZooKeeper: Kafka's ZkConfigManager with its one
+ZkNodeChangeNotificationListener on /config/changes, serving every entity type.
 
 Whoever changes an entity's configs (a topic's, a client's...) writes /config/<type>/<name>, then a
-sequential /config/changes/config_change_<n> naming it. Every broker runs this listener: at startup
-it reports every entity's current overrides, then each notification newer than the last one it
-handled (re-reading the entity's znode, so a burst of changes reads the latest), and it deletes
-notifications older than 15 minutes, as Kafka's brokers do.
+sequential /config/changes/config_change_<n> naming it. A broker runs one listener: it reads each
+notification newer than the last one it handled (re-reading the entity's znode, so a burst of changes
+reads the latest), hands the entity's configs to every handler subscribed to its type (Kafka's
+ConfigHandler per type), and deletes notifications older than 15 minutes, as Kafka's brokers do.
+Before it listens, it reports every entity's current configs to the handlers that ask for them.
 
-`on_change(entity_type, entity_name, configs)` runs on the listener's own thread (ZooKeeper calls
-block; they must not run on kazoo's threads nor on the event loop): hand the change over from there.
+Handlers run on the listener's own thread (ZooKeeper calls block; they must not run on kazoo's
+threads nor on the event loop): hand the change over from there. Subscribe before `startup()`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient, ZkWatch
@@ -24,35 +25,48 @@ from ..zk.kafka_zk_client import KafkaZkClient, ZkWatch
 log = logging.getLogger(__name__)
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
-ChangeCallback = Callable[[str, str, dict[str, str]], None]
+ConfigHandler = Callable[[str, dict[str, str]], None]      # (sanitized entity name, its configs now)
 
 
 class ZkConfigManager:
-    def __init__(self, zk_client: KafkaZkClient, on_change: ChangeCallback, *,
-                 entity_types: Iterable[str] = zd.CONFIG_TYPES, change_expiration_ms: int = CHANGE_EXPIRATION_MS):
+    def __init__(self, zk_client: KafkaZkClient, *, change_expiration_ms: int = CHANGE_EXPIRATION_MS):
         self.zk = zk_client
-        self.on_change = on_change
-        self.entity_types = tuple(entity_types)
         self.change_expiration_ms = change_expiration_ms
+        self.handlers: dict[str, list[tuple[ConfigHandler, bool]]] = {}
         self.last_executed_change = -1
         self._wakeups: queue.Queue[bool] = queue.Queue()
-        self._closed = False
+        self._started = self._closed = False
         self._watch: ZkWatch | None = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="config-change-listener")
 
+    def subscribe(self, entity_type: str, handler: ConfigHandler, *, existing: bool = True) -> None:
+        """``handler(name, configs)`` for each change of an entity of ``entity_type``; with ``existing``,
+        also for every such entity at startup (a subscriber that loads what it needs itself says False)."""
+        if entity_type not in zd.CONFIG_TYPES:
+            raise ValueError(f"unknown config entity type {entity_type!r}")
+        if self._started:
+            raise RuntimeError("subscribe to the config changes before ZkConfigManager.startup()")
+        self.handlers.setdefault(entity_type, []).append((handler, existing))
+
     def startup(self) -> None:
-        """Report every entity's current overrides (blocking, on the caller's thread), then listen."""
-        for entity_type in self.entity_types:
-            names = self.zk.get_all_entities_with_config(entity_type)
-            for name, configs in self.zk.get_entities_configs(entity_type, names).items():
-                self._report(entity_type, name, configs)
+        """Report the existing entities (blocking, on the caller's thread), then listen."""
+        self._started = True
+        for entity_type, handlers in self.handlers.items():
+            wanting = [h for h, existing in handlers if existing]
+            if wanting:
+                names = self.zk.get_all_entities_with_config(entity_type)
+                for name, configs in self.zk.get_entities_configs(entity_type, names).items():
+                    self._dispatch(entity_type, name, configs, wanting)
         self.zk.make_sure_persistent_path_exists(zd.CONFIG_CHANGES_PATH)
         self.zk.add_state_listener(self._on_state)
         self._thread.start()
         self._watch = self.zk.watch_children(zd.CONFIG_CHANGES_PATH, lambda *_: self._wake())
 
     def shutdown(self) -> None:
+        listening = self._started and not self._closed
         self._closed = True
+        if not listening:
+            return
         self.zk.remove_state_listener(self._on_state)
         if self._watch is not None:
             self._watch.cancel()
@@ -98,14 +112,17 @@ class ZkConfigManager:
         except zd.ZkDataError as e:
             log.error("ignoring config change notification %s: %s", path, e)
             return
-        if entity_type in self.entity_types:
-            self._report(entity_type, entity_name, self.zk.get_entity_configs(entity_type, entity_name))
+        handlers = [h for h, _ in self.handlers.get(entity_type, ())]
+        if handlers:
+            self._dispatch(entity_type, entity_name, self.zk.get_entity_configs(entity_type, entity_name), handlers)
 
-    def _report(self, entity_type: str, entity_name: str, configs: dict[str, str]) -> None:
-        try:
-            self.on_change(entity_type, entity_name, configs)
-        except Exception:
-            log.exception("applying the configs of %s %s failed", entity_type, entity_name)
+    @staticmethod
+    def _dispatch(entity_type: str, name: str, configs: dict[str, str], handlers: list[ConfigHandler]) -> None:
+        for handler in handlers:
+            try:
+                handler(name, dict(configs))
+            except Exception:
+                log.exception("applying the configs of %s %s failed", entity_type, name)
 
     def _purge_obsolete(self, now_ms: float, notifications: list[str]) -> None:
         for name in notifications:

@@ -940,13 +940,6 @@ class KafkaZkClient:
         got = self._get_many([f"{directory}/{zd.ACL_CHANGE_PREFIX}{n}" for n in numbers])
         return [(n, *zd.decode_acl_change(g[0], extended)) for n, g in zip(numbers, got) if g is not None]
 
-    def get_config_change_notifications(self, after: str = "") -> list[tuple[str, str, str]]:
-        """(sequence number, entity type, sanitized entity name) of each /config/changes notification newer
-        than `after`."""
-        numbers = [n for n in self._sequence_numbers(zd.CONFIG_CHANGES_PATH, zd.CONFIG_CHANGE_PREFIX) if n > after]
-        got = self._get_many([f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}{n}" for n in numbers])
-        return [(n, *zd.decode_config_change(g[0])) for n, g in zip(numbers, got) if g is not None]
-
     # -- watches --------------------------------------------------------------------------------
 
     def watch_data(self, path: str, callback: Callable[[str, bytes | None, Any], Any]) -> ZkWatch:
