@@ -9,7 +9,8 @@ Every comparison runs side by side in one run (the order alternating between rou
                CPU seconds per GB produced (all three brokers' CPU added up for the cluster)
   e2e          1,000 records/s for 10 s, acks=all, replication factor 3, the clients' default settings:
                p50/p99/p99.9 from produce() to the consumer (which sees a record once the ISR has it),
-               and the brokers' mean CPU share (a core = 1.0) over the run
+               and the brokers' mean CPU share (a core = 1.0) over the run; against the single node with
+               acks=1 in the same round, and the ratio of the p99s (the machine's load weighs on both)
   failover     an idempotent acks=all producer writes every 5 ms while the partition's leader is
                SIGKILLed (zookeeper.session.timeout.ms=6000): time from the kill to the first
                acknowledgement of a record produced after it; and SIGTERMed (controlled shutdown):
@@ -35,7 +36,7 @@ import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench import workloads  # noqa: E402
@@ -160,16 +161,55 @@ def scale(values: list[bytes], rnd: int) -> dict:
                              {"min.insync.replicas": 1, "default.replication.factor": 1})
 
 
-def e2e(seconds: float) -> dict:
-    with Cluster(3) as c:
-        create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
-        wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
-        wait_quiet()
-        cpu0 = cpu_seconds(c.pids)
-        out = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
-        # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
-        out["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
-        return out
+def make_group_coordinator(bootstrap: str, group: str) -> None:
+    """Have the group's coordinator (and so __consumer_offsets) exist before anything is timed.
+
+    The e2e consumer has a group.id, so librdkafka looks up its coordinator, which creates
+    __consumer_offsets: 50 partitions made leader or follower on every broker. Unprepared, that
+    lands in the first second of the measurement and stalls every broker's loop for ~0.2 s.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                consumer.committed([TopicPartition("e2e", 0)], timeout=10)
+                return
+            except KafkaException:          # COORDINATOR_NOT_AVAILABLE while the topic is made
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def e2e(seconds: float, rnd: int = 0) -> dict:
+    """acks=all on three brokers (replication factor 3, default client settings) against the single node
+    with acks=1 ("one_broker"), in alternating order: the ratio of the p99s discounts the machine's load."""
+    out = {}
+    for which in (("single", "cluster") if rnd % 2 == 0 else ("cluster", "single")):
+        if which == "single":
+            with Single() as s:
+                create_when_ready(s.bootstrap, "e2e", partitions=PARTITIONS)
+                make_group_coordinator(s.bootstrap, "e2e-e2e")
+                wait_quiet()
+                out["one_broker"] = workloads.end_to_end(s.bootstrap, "e2e", PARTITIONS, 1000, seconds,
+                                                         producer_config={"acks": 1})
+            continue
+        with Cluster(3) as c:
+            create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
+            wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
+            make_group_coordinator(c.bootstrap, "e2e-e2e")
+            wait_for_isr(c.cluster, "__consumer_offsets", 50, 3)
+            wait_quiet()
+            cpu0 = cpu_seconds(c.pids)
+            r = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+            # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
+            r["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
+            out["cluster"] = r
+    out["ratio_p99"] = out["cluster"]["p99_ms"] / out["one_broker"]["p99_ms"]
+    out["load_average_1m"] = os.getloadavg()[0]
+    return out
 
 
 class Acks:
@@ -260,7 +300,7 @@ def medians(rounds: list[dict]) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=200_000, help="1 KiB records per produce run (default 200,000)")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the replication and scale comparisons")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the replication, e2e and scale comparisons")
     ap.add_argument("--trials", type=int, default=3, help="failovers of each kind (SIGKILL, SIGTERM)")
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale"])
@@ -271,14 +311,13 @@ def main(argv=None) -> int:
     for name in ("replication", "e2e", "failover", "scale"):
         if name not in chosen:
             continue
-        if name == "e2e":
-            results[name] = e2e(args.e2e_seconds)
-        elif name == "failover":
+        if name == "failover":
             results[name] = failover(args.trials)
         else:
             rounds = []
             for r in range(args.rounds):
-                rounds.append((replication if name == "replication" else scale)(values, r))
+                rounds.append(e2e(args.e2e_seconds, r) if name == "e2e"
+                              else (replication if name == "replication" else scale)(values, r))
                 log(f"{name} round {r + 1}: {json.dumps(rounds[-1])}")
             results[name] = medians(rounds)
         log(f"{name}: {json.dumps(results[name])}")
