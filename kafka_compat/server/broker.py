@@ -728,8 +728,17 @@ class Broker:
         new leaders, and move at once, instead of a closed connection and their reconnect backoff."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self.replica_manager.leadership_to_move() and loop.time() < deadline:
+        while self._leadership_moving() and loop.time() < deadline:
             await asyncio.sleep(0.01)
+
+    def _leadership_moving(self) -> bool:
+        """Our partitions are still led here, or (as the controller) the requests that moved them are still on
+        their way to the other brokers: resigning first would leave those brokers naming us leader until
+        the next controller's UpdateMetadata, and clients asking them would wait on a broker that is gone."""
+        if self.replica_manager.leadership_to_move():
+            return True
+        controller = self.zk_controller
+        return bool(getattr(controller, "is_active", False)) and not controller.channel.idle()
 
     # ------------------------------------------------------------ data directories
     def _prepare_dirs(self, write: bool = True) -> str | None:
