@@ -737,8 +737,8 @@ class Broker:
         the next controller's UpdateMetadata, and clients asking them would wait on a broker that is gone."""
         if self.replica_manager.leadership_to_move():
             return True
-        controller = self.zk_controller
-        return bool(getattr(controller, "is_active", False)) and not controller.channel.idle()
+        in_flight = getattr(self.zk_controller, "requests_in_flight", None)
+        return in_flight is not None and in_flight()
 
     # ------------------------------------------------------------ data directories
     def _prepare_dirs(self, write: bool = True) -> str | None:
