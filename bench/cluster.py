@@ -9,11 +9,17 @@ Every comparison runs side by side in one run (the order alternating between rou
                CPU seconds per GB produced (all three brokers' CPU added up for the cluster)
   e2e          1,000 records/s for 10 s, acks=all, replication factor 3, the clients' default settings:
                p50/p99/p99.9 from produce() to the consumer (which sees a record once the ISR has it),
-               and the brokers' mean CPU share (a core = 1.0) over the run
+               and the brokers' mean CPU share (a core = 1.0) over the run; against the single node with
+               acks=1 in the same round, and the ratio of the p99s (the machine's load weighs on both)
   failover     an idempotent acks=all producer writes every 5 ms while the partition's leader is
                SIGKILLed (zookeeper.session.timeout.ms=6000): time from the kill to the first
                acknowledgement of a record produced after it; and SIGTERMed (controlled shutdown):
-               the longest time without an acknowledgement around the stop
+               the longest time without an acknowledgement around the stop. Each trial starts once the
+               cluster is whole again (every replica in the ISR) and the producer has delivered to every
+               broker since the restart: otherwise the client may still be in its reconnect backoff
+               (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms) towards the broker restarted
+               a moment before, and controlled shutdown, which may hand leadership to that broker, would be
+               timed together with the client's wait. --failover-kinds picks SIGKILL, SIGTERM or both
   scale        N x 1 KiB acks=1 over 4 partitions: two brokers (replication factor 1, partitions spread
                over both) against one broker, aggregate MB/s, with the client's busiest thread
 
@@ -35,7 +41,7 @@ import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench import workloads  # noqa: E402
@@ -44,6 +50,7 @@ from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster  # noqa: E402
 
 KIB = 1024
 PARTITIONS = 4
+BROKERS_TOPIC = "failover-brokers"      # one partition led by each broker (replication factor 1)
 WAIT = 120.0
 CLUSTER = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": 6000,
            "group.initial.rebalance.delay.ms": 0}
@@ -160,16 +167,55 @@ def scale(values: list[bytes], rnd: int) -> dict:
                              {"min.insync.replicas": 1, "default.replication.factor": 1})
 
 
-def e2e(seconds: float) -> dict:
-    with Cluster(3) as c:
-        create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
-        wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
-        wait_quiet()
-        cpu0 = cpu_seconds(c.pids)
-        out = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
-        # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
-        out["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
-        return out
+def make_group_coordinator(bootstrap: str, group: str) -> None:
+    """Have the group's coordinator (and so __consumer_offsets) exist before anything is timed.
+
+    The e2e consumer has a group.id, so librdkafka looks up its coordinator, which creates
+    __consumer_offsets: 50 partitions made leader or follower on every broker. Unprepared, that
+    lands in the first second of the measurement and stalls every broker's loop for ~0.2 s.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                consumer.committed([TopicPartition("e2e", 0)], timeout=10)
+                return
+            except KafkaException:          # COORDINATOR_NOT_AVAILABLE while the topic is made
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def e2e(seconds: float, rnd: int = 0) -> dict:
+    """acks=all on three brokers (replication factor 3, default client settings) against the single node
+    with acks=1 ("one_broker"), in alternating order: the ratio of the p99s discounts the machine's load."""
+    out = {}
+    for which in (("single", "cluster") if rnd % 2 == 0 else ("cluster", "single")):
+        if which == "single":
+            with Single() as s:
+                create_when_ready(s.bootstrap, "e2e", partitions=PARTITIONS)
+                make_group_coordinator(s.bootstrap, "e2e-e2e")
+                wait_quiet()
+                out["one_broker"] = workloads.end_to_end(s.bootstrap, "e2e", PARTITIONS, 1000, seconds,
+                                                         producer_config={"acks": 1})
+            continue
+        with Cluster(3) as c:
+            create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
+            wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
+            make_group_coordinator(c.bootstrap, "e2e-e2e")
+            wait_for_isr(c.cluster, "__consumer_offsets", 50, 3)
+            wait_quiet()
+            cpu0 = cpu_seconds(c.pids)
+            r = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+            # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
+            r["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
+            out["cluster"] = r
+    out["ratio_p99"] = out["cluster"]["p99_ms"] / out["one_broker"]["p99_ms"]
+    out["load_average_1m"] = os.getloadavg()[0]
+    return out
 
 
 class Acks:
@@ -198,6 +244,20 @@ class Acks:
         self.stop.set()
         self.thread.join()
 
+    def deliver_to_every_broker(self, brokers: int) -> None:
+        """One acknowledged record on each broker (BROKERS_TOPIC has a partition led by each): the client
+        is connected to all of them again, with no reconnect backoff left from an earlier trial."""
+        delivered: list = []
+        for p in range(brokers):
+            self.producer.produce(BROKERS_TOPIC, b"x", partition=p, on_delivery=lambda e, m: delivered.append(e))
+        deadline = time.monotonic() + WAIT
+        while len(delivered) < brokers or any(delivered):
+            if any(delivered):
+                raise RuntimeError(f"a broker refused the record: {[e for e in delivered if e]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError("the producer did not reach every broker")
+            time.sleep(0.01)
+
     def wait_for_acks(self, after: float, count: int = 20) -> None:
         deadline = time.monotonic() + WAIT
         while sum(1 for s, _ in self.acks if s > after) < count:
@@ -206,19 +266,23 @@ class Acks:
             time.sleep(0.05)
 
 
-def failover(trials: int) -> dict:
+def failover(trials: int, kinds: tuple[str, ...] = ("sigkill", "sigterm")) -> dict:
     kill, term = [], []
     with Cluster(3) as c:
         cluster = c.cluster
         create_when_ready(c.bootstrap, "failover", partitions=1, replication_factor=3)
+        create_when_ready(c.bootstrap, BROKERS_TOPIC, assignment=[[b] for b in range(3)],
+                          configs={"min.insync.replicas": "1"})
         wait_for_isr(cluster, "failover", 1, 3)
         producer = Acks(c.bootstrap, "failover")
         try:
             producer.wait_for_acks(0.0, 100)
-            for k in range(2 * trials):
+            for k in range(len(kinds) * trials):
+                kind = kinds[k % len(kinds)]
+                producer.deliver_to_every_broker(3)
                 leader = cluster.wait_for_leader("failover", 0, WAIT)
                 t0 = time.monotonic()
-                if k % 2 == 0:
+                if kind == "sigkill":
                     cluster.kill(leader)
                     producer.wait_for_acks(t0)
                     first = min(a for s, a in producer.acks if s > t0)
@@ -232,16 +296,21 @@ def failover(trials: int) -> dict:
                     gap = max(b - a for a, b in zip(times, times[1:]) if a <= t1 + 1)
                     term.append(gap)
                     log(f"  SIGTERM leader {leader} (stopped in {t1 - t0:.2f} s): longest time without an "
-                        f"acknowledgement {gap:.3f} s")
+                        f"acknowledgement {gap:.3f} s (load average {os.getloadavg()[0]:.2f})")
                 cluster.start_broker(leader)
                 wait_for_isr(cluster, "failover", 1, 3)
+                wait_for_isr(cluster, BROKERS_TOPIC, 3, 1)
         finally:
             producer.close()
     if producer.errors:
         raise RuntimeError(f"the producer saw errors: {producer.errors[:3]}")
-    return {"sigkill_s": kill, "sigterm_gap_s": term, "sigkill_median_s": statistics.median(kill),
-            "sigkill_max_s": max(kill), "sigterm_gap_median_s": statistics.median(term),
-            "sigterm_gap_max_s": max(term)}
+    out = {"load_average_1m": os.getloadavg()[0]}
+    if kill:
+        out.update(sigkill_s=kill, sigkill_median_s=statistics.median(kill), sigkill_max_s=max(kill))
+    if term:
+        out.update(sigterm_gap_s=term, sigterm_gap_median_s=statistics.median(term), sigterm_gap_max_s=max(term),
+                   sigterm_gaps_over_1s=sum(1 for g in term if g > 1.0))
+    return out
 
 
 def medians(rounds: list[dict]) -> dict:
@@ -260,9 +329,10 @@ def medians(rounds: list[dict]) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=200_000, help="1 KiB records per produce run (default 200,000)")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the replication and scale comparisons")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the replication, e2e and scale comparisons")
     ap.add_argument("--trials", type=int, default=3, help="failovers of each kind (SIGKILL, SIGTERM)")
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
+    ap.add_argument("--failover-kinds", nargs="+", default=["sigkill", "sigterm"], choices=["sigkill", "sigterm"])
     ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale"])
     args = ap.parse_args(argv)
     chosen = args.only or ["replication", "e2e", "failover", "scale"]
@@ -271,14 +341,13 @@ def main(argv=None) -> int:
     for name in ("replication", "e2e", "failover", "scale"):
         if name not in chosen:
             continue
-        if name == "e2e":
-            results[name] = e2e(args.e2e_seconds)
-        elif name == "failover":
-            results[name] = failover(args.trials)
+        if name == "failover":
+            results[name] = failover(args.trials, tuple(args.failover_kinds))
         else:
             rounds = []
             for r in range(args.rounds):
-                rounds.append((replication if name == "replication" else scale)(values, r))
+                rounds.append(e2e(args.e2e_seconds, r) if name == "e2e"
+                              else (replication if name == "replication" else scale)(values, r))
                 log(f"{name} round {r + 1}: {json.dumps(rounds[-1])}")
             results[name] = medians(rounds)
         log(f"{name}: {json.dumps(results[name])}")

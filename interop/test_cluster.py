@@ -175,6 +175,40 @@ def test_controlled_shutdown_moves_leadership_before_the_leader_stops(cluster):
     assert sorted(o for o, _ in got[0]) == sorted(acked) == list(range(len(acked)))
 
 
+@pytest.mark.parametrize("stopped", ["controller", "other"])
+def test_a_controlled_shutdown_reaches_every_broker_before_the_leader_exits(cluster, stopped):
+    """A leader SIGTERMed (the controller itself, or another broker) exits only once the other brokers have the
+    UpdateMetadata naming its successor: a client asking any of them right after the exit is sent there (not
+    to the broker that is gone, which librdkafka would wait on, drop, and re-query a second later). Nor may it
+    leave the new leader's acks=all waiting on it (it fetches from its successor until it stops, and is proposed
+    for the ISR): records flow at once."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    controller = json.loads(cluster.zk.get("/controller")[0])["brokerid"]
+    leader = controller if stopped == "controller" else (controller + 1) % 3
+    others = [b for b in range(3) if b != leader]
+    topic = f"moved-{stopped}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[leader, *others]])])[topic].result(WAIT)
+    wait_for_full_isr(cluster, topic, 0, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
+    try:
+        assert cluster.wait_for_leader(topic, 0) == leader
+        assert cluster.stop(leader) == 0
+        named = {}
+        for b in others:         # each remaining broker, asked alone, the moment the process has exited
+            metadata = AdminClient({"bootstrap.servers": cluster.brokers[b].bootstrap}).list_topics(topic, timeout=30)
+            named[b] = metadata.topics[topic].partitions[0].leader
+        delivered = []
+        for i in range(20):
+            producer.produce(topic, b"%d" % i, partition=0, on_delivery=lambda e, m: delivered.append(e))
+        assert producer.flush(30) == 0
+    finally:
+        restart_all(cluster)
+    assert set(named.values()) <= set(others) and len(set(named.values())) == 1, named
+    assert delivered == [None] * 20
+
+
 def test_a_diverged_follower_truncates_and_then_holds_the_leaders_bytes(cluster):
     """The leader takes acks=1 records its paused follower never fetches, then dies; the follower becomes
     leader (it was in the ISR) and takes new records. The old leader comes back, finds its tail diverges

@@ -59,6 +59,9 @@ class ZkControllerService:
     def shutdown(self) -> None:
         self.controller.shutdown()
 
+    def requests_in_flight(self) -> bool:
+        return self.controller.requests_in_flight()
+
     def use_admin_manager(self, admin_manager) -> None:
         self.admin_manager = admin_manager
 

@@ -106,3 +106,16 @@ def test_transactions_bench_writes_what_it_times():
     # partition of each of its 4 + 1 transactions (4 partitions, the warm-up's 1)
     assert "records in the log: {'idempotent': 2001, 'transactional': 2018}" in out.stdout
     assert "ratio" in out.stdout
+
+
+def test_cluster_bench_sigterm_failover_scenario():
+    """bench/cluster.py's failover plumbing: one SIGTERM trial on three brokers, the producer first delivering to
+    every broker; the gap is measured and no record failed."""
+    if zookeeper_missing():
+        pytest.skip(zookeeper_missing())
+    out = subprocess.run([sys.executable, "bench/cluster.py", "--only", "failover", "--failover-kinds", "sigterm",
+                          "--trials", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (failover,) = _json_lines(out.stdout)
+    assert failover["scenario"] == "failover" and len(failover["sigterm_gap_s"]) == 1
+    assert "sigkill_s" not in failover and failover["sigterm_gap_s"][0] > 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import struct
 
@@ -17,6 +18,7 @@ from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import RecordBatch, build_batch
 from kafka_compat.server.broker import Broker, advertised_api_versions
 from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.server.partition import LogReadResult
 from kafka_compat.testing import EmbeddedBroker
 
 
@@ -180,3 +182,45 @@ def test_long_poll_fetch_completes_when_a_record_arrives(tmp_path):
     # woken by the append itself, not by the 60 s timeout: the fetch is answered by the time the
     # producer has its acknowledgement back
     assert order[0] == "fetch answered" or order == ["produce acknowledged", "fetch answered"]
+
+
+def test_a_completed_fetch_left_in_other_watch_lists_holds_neither_request_nor_records(tmp_path):
+    """A fetch over two partitions, completed by an append to one, stays in the other's watch list until the
+    purge; it must not keep its request and read results alive there (a follower's session names every
+    partition it follows: thousands of such leftovers filled the collector's oldest generation)."""
+    async def scenario():
+        b = Broker(BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path),
+                                                 "num.partitions": "2"}))
+        await b.start()
+        c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+        producer = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+        try:
+            await c.call(3, 12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="two")]))
+            body = fetch_body("two", 0, max_wait_ms=60_000)
+            body.topics[0].partitions.append(FetchRequest.FetchPartition(partition=1, fetch_offset=0,
+                                                                         partition_max_bytes=10 << 20))
+            await c.send(1, 12, body)
+            waiting = asyncio.ensure_future(c.receive(1, 12))
+            purgatory = b.replica_manager.fetch_purgatory
+            for _ in range(200):
+                if purgatory.delayed():
+                    break
+                await asyncio.sleep(0.01)
+            assert purgatory.delayed() == 1
+            await producer.call(0, 9, produce_body("two", build_batch([(b"k", b"v" * 1000, [], 1000)])))
+            _, resp = await asyncio.wait_for(waiting, 30)
+            leftovers = list(purgatory._watchers_by_key[("two", 1)].ops.values())
+            return resp, leftovers
+        finally:
+            await producer.close()
+            await c.close()
+            await b.stop()
+
+    resp, leftovers = asyncio.run(scenario())
+    assert len(bytes(resp.responses[0].partitions[0].records)) > 1000
+    assert len(leftovers) == 1 and leftovers[0].is_completed
+    reachable, todo = set(), [leftovers[0]]
+    for _ in range(4):                   # the objects within four references of the leftover operation
+        todo = [r for o in todo for r in gc.get_referents(o) if id(r) not in reachable]
+        reachable.update(id(r) for r in todo)
+        assert not any(isinstance(r, (LogReadResult, asyncio.Future, FetchRequest)) for r in todo)

@@ -54,6 +54,9 @@ class Controller:
     def controlled_shutdown(self, broker_id, broker_epoch):
         return self._answer("controlled_shutdown", [])
 
+    def requests_in_flight(self):
+        return False
+
     def alter_partition(self, body, version):
         return self._answer("alter_partition", AlterPartitionResponse(error_code=ErrorCode.NONE))
 

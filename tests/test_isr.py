@@ -206,3 +206,47 @@ def test_acks_all_completes_with_the_expanded_isr(tmp_path):
         return result[0].error_code, c[FOLLOWER].partition().log_end_offset, TOPIC_ID == p.topic_id
 
     assert run(tmp_path, scenario, **{"min.insync.replicas": 2}) == (ErrorCode.NONE, 1, True)
+
+
+
+def test_acks_all_waiting_on_a_refused_expansion_completes_with_the_committed_isr(tmp_path):
+    """While an expansion is pending the high watermark waits for the new replica too. A broker in controlled
+    shutdown fetches from its successor, is proposed, and has left the live brokers when the controller refuses
+    it: acks=-1 is answered at the refusal, not when the produce times out (nothing else moves the high
+    watermark: that replica's fetches stopped, and the producer is waiting for this answer)."""
+    async def scenario(c):
+        c.lead(LEADER, 0, isr=(LEADER,), to=[LEADER])
+        p = c[LEADER].partition()
+        c.controller.partition_error = ErrorCode.INELIGIBLE_REPLICA
+        c.controller.reachable = False                 # the refusal will come after the produce
+        follower_fetch(c[LEADER], 0, 0)
+        waiting = c[LEADER].produce(-1, batch(b"a"), timeout_ms=60_000)
+        held = (p.maximal_isr, p.high_watermark, isinstance(waiting, asyncio.Future) and not waiting.done())
+        c[FOLLOWER].down = True
+        c.publish_brokers()                            # it stopped
+        c.controller.reachable = True
+        result = await asyncio.wait_for(waiting, 10)
+        return held, result[0].error_code, p.isr, p.high_watermark
+
+    assert run(tmp_path, scenario) == (((LEADER, FOLLOWER), 0, True), ErrorCode.NONE, (LEADER,), 1)
+
+
+def test_acks_all_held_by_a_caught_up_replica_completes_when_it_leaves_the_live_brokers(tmp_path):
+    """A caught-up follower outside the ISR holds the high watermark while it is alive (it is about to join);
+    the UpdateMetadata that drops it from the live brokers lets acks=-1 complete with the ISR alone."""
+    async def scenario(c):
+        c.lead(LEADER, 0, isr=(LEADER,), to=[LEADER])
+        p = c[LEADER].partition()
+        c.controller.partition_error = ErrorCode.INELIGIBLE_REPLICA
+        follower_fetch(c[LEADER], 0, 0)
+        await until(lambda: p.pending_isr is None, what="the refusal")
+        waiting = c[LEADER].produce(-1, batch(b"a"), timeout_ms=60_000)
+        await asyncio.sleep(0.05)
+        held = (p.high_watermark, waiting.done())
+        c[FOLLOWER].down = True
+        c.publish_brokers()
+        c[LEADER].rm.brokers_gone({FOLLOWER})         # what UpdateMetadata does after updating the cache
+        result = await asyncio.wait_for(waiting, 10)
+        return held, result[0].error_code, p.high_watermark
+
+    assert run(tmp_path, scenario) == ((0, False), ErrorCode.NONE, 1)

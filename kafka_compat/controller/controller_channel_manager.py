@@ -73,12 +73,20 @@ class _RequestSendThread:
             item = self.queue.get()
             if item is None:
                 return
-            response = self._send_until_answered(item)
-            if response is not None and item.callback is not None and not self._stopped.is_set():
-                try:
-                    item.callback(response)
-                except Exception:
-                    log.exception("controller: handling the response of broker %d failed", self.broker.id)
+            try:
+                response = self._send_until_answered(item)
+                if response is not None and item.callback is not None and not self._stopped.is_set():
+                    try:
+                        item.callback(response)
+                    except Exception:
+                        log.exception("controller: handling the response of broker %d failed", self.broker.id)
+            finally:
+                self.queue.task_done()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing in flight."""
+        return self.queue.unfinished_tasks == 0
 
     def _send_until_answered(self, item: _QueueItem) -> Any:
         while not self._stopped.is_set():
@@ -114,6 +122,13 @@ class ControllerChannelManager:
             senders, self._brokers = list(self._brokers.values()), {}
         for sender in senders:
             sender.stop()
+
+    def idle(self) -> bool:
+        """Every queued request answered: a controller shutting down its own broker waits for this, so that
+        the UpdateMetadata naming the new leaders reaches every broker before it resigns."""
+        with self._lock:
+            senders = list(self._brokers.values())
+        return all(sender.idle for sender in senders)
 
     def add_broker(self, broker: BrokerInfo) -> None:
         with self._lock:

@@ -165,6 +165,10 @@ class KafkaController:
     def epoch(self) -> int:
         return self.context.epoch
 
+    def requests_in_flight(self) -> bool:
+        """As the active controller, LeaderAndIsr/UpdateMetadata/StopReplica not yet answered by every broker."""
+        return self.is_active and not self.channel.idle()
+
     def _on_zk_state(self, state: str) -> None:
         """On kazoo's thread: only queue events. A lost session means our /controller and /brokers/ids
         znodes are gone: resign now, and run the election again once a new session is up."""

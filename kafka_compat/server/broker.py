@@ -757,8 +757,17 @@ class Broker:
         new leaders, and move at once, instead of a closed connection and their reconnect backoff."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self.replica_manager.leadership_to_move() and loop.time() < deadline:
+        while self._leadership_moving() and loop.time() < deadline:
             await asyncio.sleep(0.01)
+
+    def _leadership_moving(self) -> bool:
+        """Our partitions are still led here, or (as the controller) the requests that moved them are still on
+        their way to the other brokers: resigning first would leave those brokers naming us leader until
+        the next controller's UpdateMetadata, and clients asking them would wait on a broker that is gone."""
+        if self.replica_manager.leadership_to_move():
+            return True
+        in_flight = getattr(self.zk_controller, "requests_in_flight", None)
+        return in_flight is not None and in_flight()
 
     # ------------------------------------------------------------ data directories
     def _prepare_dirs(self, write: bool = True) -> str | None:

@@ -198,7 +198,10 @@ class ControlRequestsApi:
         rm.controller_epoch = req.controller_epoch
         brokers = [self._live_broker(b, v) for b in req.live_brokers]
         topics = self._update_metadata_topics(req, v)
+        gone = set(self.metadata_cache.brokers).difference(b.broker_id for b in brokers)
         deleted = self.metadata_cache.update_metadata(req.controller_id, req.controller_epoch, brokers, topics)
+        if gone:
+            rm.brokers_gone(gone)
         if deleted:
             self.group_coordinator.handle_deleted_partitions(deleted)
         rm.maybe_start_fetchers()           # followers whose leader had no known address yet

@@ -27,6 +27,8 @@ from .elect_leaders import PREFERRED, UNCLEAN, denied_response, election_type, u
 from .metadata_cache import MetadataCache
 from .registry import handles
 
+MOVES_DELIVERED_WAIT_S = 3.0
+
 
 async def _answer(future):
     """The controller's result, on the loop."""
@@ -59,6 +61,13 @@ class ControlledShutdownApi:
             remaining = await _answer(self.controller.controlled_shutdown(req.broker_id, req.broker_epoch))
         except KafkaError as e:
             return ControlledShutdownResponse(error_code=e.error_code)
+        # answered once the moves reached every broker (bounded): the broker exits soon after this answer,
+        # and one still naming it leader sends clients to a closed port, which librdkafka waits on, drops,
+        # and re-queries a second later
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MOVES_DELIVERED_WAIT_S
+        while self.controller.requests_in_flight() and loop.time() < deadline:
+            await asyncio.sleep(0.005)
         return ControlledShutdownResponse(error_code=ErrorCode.NONE, remaining_partitions=[
             ControlledShutdownResponse.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition)
             for tp in remaining])

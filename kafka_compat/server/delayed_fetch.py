@@ -92,9 +92,15 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        if self.future is None or self.future.done():
+        future, fetches = self.future, self.fetches
+        # a completed fetch lingers in the watch lists of its other partitions until the purge (a follower's
+        # session names every partition it follows, most of them idle): holding its request and its read
+        # results there fills the collector's oldest generation, whose full passes then stall the loop
+        self.future = None
+        self.fetches = self.start_metadata = ()
+        if future is None or future.done():
             return
         try:
-            self.future.set_result(self.replica_manager.read_from_local_log(self.params, self.fetches))
+            future.set_result(self.replica_manager.read_from_local_log(self.params, fetches))
         except Exception as e:      # surfaced by the awaiting handler
-            self.future.set_exception(e)
+            future.set_exception(e)

@@ -70,5 +70,7 @@ class DelayedProduce(DelayedOperation):
             if result.acks_pending:       # expired: these replicas did not catch up in time
                 result.acks_pending = False
                 result.error_code = ErrorCode.REQUEST_TIMED_OUT
-        if self.future is not None and not self.future.done():
-            self.future.set_result(self.results)
+        future, self.future = self.future, None
+        self.entries = ()       # the records: a completed operation may linger in other partitions' watch lists
+        if future is not None and not future.done():
+            future.set_result(self.results)

@@ -409,6 +409,10 @@ class Partition:
                 logger.info("%s-%d: controller refused ISR %s (%s); back to %s", self.topic, self.index,
                          list(change.new_isr), ErrorCode(code).name, list(change.committed_isr))
                 self.pending_isr = None
+                # a refused expansion leaves the maximal ISR: the high watermark stopped waiting for that
+                # replica (a broker in controlled shutdown, typically), and no fetch may come to move it
+                if self.maybe_increment_leader_hw():
+                    self.on_high_watermark_moved(self.key)
             elif code in _ALTER_AWAIT_METADATA:
                 logger.info("%s-%d: ISR change to %s failed with %s; waiting for new metadata", self.topic,
                          self.index, list(change.new_isr), ErrorCode(code).name)

@@ -201,6 +201,15 @@ class ReplicaManager:
                 out.append(key)
         return out
 
+    def brokers_gone(self, broker_ids: set[int]) -> None:
+        """Brokers left the live set (UpdateMetadata): a leader's high watermark stops waiting for those that
+        were only eligible to join its ISR (caught up and alive), and acks=-1 produce held by them completes.
+        Nothing else would move it: their fetches stopped, and a producer may be waiting for this answer."""
+        for partition in list(self.partitions.values()):
+            if partition.is_leader and not broker_ids.isdisjoint(partition.remote_replicas) \
+                    and partition.maybe_increment_leader_hw():
+                self._complete_delayed(partition.key)
+
     def topic_name(self, topic_id: bytes) -> str | None:
         """The name of a hosted topic with this id (LeaderAndIsr gave both)."""
         if topic_id == ZERO_UUID:
