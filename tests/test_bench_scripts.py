@@ -71,6 +71,9 @@ def test_cluster_bench_scale_scenario():
     assert scale["scenario"] == "scale" and scale["records"] == 2000
     for side in ("one_broker", "cluster"):
         assert scale[side]["mb_per_s"] > 0 and scale[side]["client_busiest_thread"]
+        # the brokers' CPU split into their own (Python) and the kernel's share, adding up to the whole
+        assert scale[side]["user_s_per_gb"] + scale[side]["sys_s_per_gb"] == pytest.approx(
+            scale[side]["cpu_s_per_gb"], abs=1e-3)
 
 
 def test_cluster_security_bench_runs_both_sides():

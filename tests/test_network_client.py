@@ -19,6 +19,7 @@ from kafka_compat.network.client import (
 from kafka_compat.protocol.frames import FrameReader, frame_response, parse_request
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka_compat.protocol.messages.fetch import FetchRequest, FetchResponse
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.testing import EmbeddedBroker
 
@@ -85,6 +86,52 @@ def test_pipelined_answers_are_matched_by_correlation_id_not_order():
     sent, errors, connections = run(main())
     assert errors == sent and len(set(sent)) == 4     # each caller got the answer to its own request
     assert connections == 1                           # all four on one connection
+
+
+def test_large_answers_arriving_in_pieces_come_whole_and_small_ones_after_them_are_not_held_back():
+    """A fetch response of a few MiB trickles in (the client waits for a low-water mark of its bytes, never
+    for more than the frame still needs); answers of every size after it still arrive."""
+    sizes = [3 * 1024 * 1024 + 17, 0, 1_500_000, 70_000, 0]
+
+    async def fetch_answers(requests, writer):
+        r = requests[-1]
+        size = sizes[len(requests) - 1]
+        if not size:
+            writer.write(answer(r.correlation_id))
+        else:
+            records = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+            body = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[
+                FetchResponse.PartitionData(partition_index=0, high_watermark=size, records=records)])])
+            frame = bytes(frame_response(APIS[1], 12, r.correlation_id, body))
+            for i in range(0, len(frame), 100_000):          # in pieces, with pauses between them
+                writer.write(frame[i:i + 100_000])
+                await writer.drain()
+                await asyncio.sleep(0.001)
+        await writer.drain()
+
+    async def main():
+        async with ScriptedServer(fetch_answers) as server:
+            client = NetworkClient(max_response_bytes=8 * 1024 * 1024)
+            got = []
+            for size in sizes:
+                if size:
+                    response = await client.send(server.node, 1, 12, FetchRequest(), timeout_ms=10_000)
+                    part = response.responses[0].partitions[0]
+                    got.append((part.high_watermark, bytes(part.records)))
+                else:
+                    got.append((await client.send(server.node, API_VERSIONS, 3, ApiVersionsRequest(),
+                                                  timeout_ms=10_000)).error_code)
+            await client.close()
+            return got, server.connections
+
+    got, connections = run(main())
+    assert connections == 1
+    for size, answered in zip(sizes, got):
+        if size:
+            assert answered[0] == size and len(answered[1]) == size
+            assert answered[1][:512] == bytes(range(256)) * 2 and answered[1][-(size % 256 or 1):] != b""
+        else:
+            assert answered == 0
 
 
 def test_a_request_without_answer_times_out_and_closes_its_connection():

@@ -49,6 +49,9 @@ from ..security.sasl_client import ClientSecurity, SaslClientError
 from .client_channel import sasl_exchange
 
 REAUTH_FRACTION = 0.85          # re-login when this share of the granted session lifetime has passed
+# While a large answer (a follower's fetch response) is arriving, the kernel wakes us only once this many of
+# its bytes are in (SO_RCVLOWAT): a 1 MiB response then costs a few wake-ups and reads, not one per segment.
+RCVLOWAT_MAX = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,8 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reauthenticate_at = float("inf")      # monotonic time to replace an idle connection (KIP-368)
+        self._sock = None                          # the plain TCP socket whose SO_RCVLOWAT we set (None: TLS)
+        self._lowat = 1
 
     # -- asyncio callbacks
     def connection_made(self, transport):
@@ -96,6 +101,9 @@ class _Connection(asyncio.BufferedProtocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # under TLS, bytes the TLS layer already holds do not count: a low-water mark could wait forever
+            if transport.get_extra_info("sslcontext") is None and hasattr(socket, "SO_RCVLOWAT"):
+                self._sock = sock
 
     def get_buffer(self, sizehint):
         return self.reader.get_buffer(sizehint)
@@ -109,6 +117,18 @@ class _Connection(asyncio.BufferedProtocol):
         for frame in self.reader.frames():
             if not self._answer(frame):
                 return
+        if self._sock is not None:
+            self._set_lowat(min(self.reader.missing(), RCVLOWAT_MAX) or 1)
+
+    def _set_lowat(self, lowat: int) -> None:
+        """Never more than the frame still needs, so the kernel never waits for bytes that are not coming."""
+        if lowat != self._lowat:
+            try:
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, lowat)
+            except OSError:                     # closing, or a socket that will not: plain reads still work
+                self._sock = None
+                return
+            self._lowat = lowat
 
     def eof_received(self):
         return False
