@@ -19,6 +19,7 @@ write; a new leader epoch costs a checkpoint write, a segment roll a producer sn
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import os
 import struct
@@ -73,6 +74,16 @@ from .transaction_index import AbortedTxn  # noqa: F401  (contract)
 from .validator import CLIENT, REPLICATION, validate_and_assign
 
 log = logging.getLogger(__name__)
+
+# Every move of any log's high watermark draws a number here (next() on a count is atomic), and so does the
+# high watermark checkpoint task: when its draw follows its previous one, no high watermark moved in between and
+# an idle broker need not walk its partitions (see high_watermark_moves).
+_HW_MOVES = itertools.count()
+
+
+def high_watermark_moves() -> int:
+    """A number that is exactly one more than the previous call's when no high watermark moved since."""
+    return next(_HW_MOVES)
 
 _new = tuple.__new__   # builds named tuples without their Python-level __new__ (hot path)
 _SLOW_ATTRIBUTES = TIMESTAMP_TYPE_MASK | CONTROL_FLAG_MASK   # batches the fast path leaves to the validator
@@ -557,6 +568,7 @@ class UnifiedLog:
             log.debug("%s: high watermark moves down from %s to %s", self.name, self._hw_meta, metadata)
         self._hw_meta = metadata
         self.high_watermark = metadata.message_offset
+        next(_HW_MOVES)
         self.producer_state_manager.on_high_watermark_updated(metadata.message_offset)
 
     def update_high_watermark(self, high_watermark) -> int:

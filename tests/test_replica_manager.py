@@ -292,6 +292,46 @@ def test_high_watermarks_and_epochs_are_checkpointed_in_kafkas_format(tmp_path):
     assert open(os.path.join(part_dir, "leader-epoch-checkpoint")).read() == "0\n2\n0 0\n7 2\n"
 
 
+def test_an_idle_checkpoint_skips_the_walk_and_every_move_or_new_partition_is_written(tmp_path):
+    def read(h):
+        with open(os.path.join(h.dir, checkpoint.REPLICATION_OFFSET_CHECKPOINT)) as f:
+            return f.read()
+
+    async def scenario(h):
+        h.lead()
+        h.produce(1, batch(b"a"))
+        h.rm.checkpoint_high_watermarks()
+        first = read(h)
+        walked = []
+        h.rm.partitions = WalkCounter(h.rm.partitions, walked)
+        h.rm.checkpoint_high_watermarks()              # nothing moved: no walk
+        idle = len(walked)
+        h.produce(1, batch(b"b"), batch(b"c"))         # the high watermark moves: 1 -> 3
+        h.rm.checkpoint_high_watermarks()
+        moved = read(h)
+        h.lead(index=1)                                # a new partition, its high watermark unmoved
+        h.rm.checkpoint_high_watermarks()
+        return first, idle, len(walked), moved, read(h)
+
+    first, idle, walks, moved, added = run(tmp_path, scenario)
+    assert first == "0\n1\nt 0 1\n"
+    assert idle == 0 and walks == 2
+    assert moved == "0\n1\nt 0 3\n"
+    assert sorted(added.splitlines()[2:]) == ["t 0 3", "t 1 0"]
+
+
+class WalkCounter(dict):
+    """The partitions dict, counting the walks over its items."""
+
+    def __init__(self, partitions, walked):
+        super().__init__(partitions)
+        self.walked = walked
+
+    def items(self):
+        self.walked.append(1)
+        return super().items()
+
+
 def test_the_checkpointed_high_watermark_is_where_a_restarted_follower_starts(tmp_path):
     async def first(h):
         h.lead(isr=(ME, OTHER), replicas=(ME, OTHER))

@@ -36,7 +36,7 @@ from kafka_compat.storage import checkpoint
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
 from kafka_compat.storage.scheduler import Scheduler
-from kafka_compat.storage.unified_log import FetchIsolation
+from kafka_compat.storage.unified_log import FetchIsolation, high_watermark_moves
 from kafka_compat.storage.validator import CLIENT
 
 from ..protocol.errors import ErrorCode, KafkaError
@@ -109,6 +109,7 @@ class ReplicaManager:
         self.produce_purgatory: DelayedOperationPurgatory | None = None
         self._hw_checkpoints: dict[tuple[str, int], int] = {}
         self._hw_written: dict[str, dict] = {}   # per log dir: the high watermarks last checkpointed
+        self._hw_mark: int | None = None          # high_watermark_moves() at the last complete checkpoint
         self._scheduler = Scheduler("kafka-highwatermark-checkpoint")
         self.metadata_cache = metadata_cache
         self.alter_partition_manager = alter_partition_manager
@@ -169,11 +170,16 @@ class ReplicaManager:
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's checkpointHighWatermarks: every hosted partition's HW, per log dir (worker thread)."""
+        mark = high_watermark_moves()
+        if self._hw_mark is not None and mark == self._hw_mark + 1:
+            self._hw_mark = mark   # no high watermark moved, no partition came or went: the files stand
+            return
         by_dir: dict[str, dict[tuple[str, int], int]] = {d: {} for d in self.log_manager.log_dirs}
         for key, partition in list(self.partitions.items()):
             parent = os.path.dirname(partition.log_dir)
             if parent in by_dir:
                 by_dir[parent][key] = partition.high_watermark
+        written = True
         for directory, offsets in by_dir.items():
             if self._hw_written.get(directory) == offsets:
                 continue   # unchanged: an idle broker with thousands of partitions writes nothing
@@ -181,8 +187,10 @@ class ReplicaManager:
                 checkpoint.write_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT), offsets)
                 self._hw_written[directory] = offsets
             except OSError as e:
+                written = False
                 log.error("cannot write the high watermark checkpoint in %s: %s", directory, e)
                 self._dir_failed(directory, "writing the high watermark checkpoint", e)
+        self._hw_mark = mark if written else None
 
     # -- partitions ------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition | None:
@@ -243,6 +251,7 @@ class ReplicaManager:
                               is_broker_alive=cache.is_alive if cache is not None else None,
                               isr_change_meters=self.isr_change_meters)
         self.partitions[(topic, index)] = partition
+        high_watermark_moves()     # a draw of its own: the next checkpoint walks the partitions again
         return partition
 
     def become_leader_or_follower(self, topic: str, topic_id: bytes, states: dict[int, PartitionState],
@@ -457,6 +466,7 @@ class ReplicaManager:
             if delete:
                 self.partitions.pop(key, None)
                 self._hw_checkpoints.pop(key, None)
+                high_watermark_moves()
                 self.log_manager.delete_log(*key)
             self._complete_delayed(key)
         deleted = {key[0] for key, delete in stopping if delete}
@@ -752,6 +762,7 @@ class ReplicaManager:
             self._awaiting_leader.discard(key)
             self._complete_delayed(key)
         self._hw_written.pop(directory, None)
+        high_watermark_moves()
         log.warning("broker %d: stopped serving %d replicas in the failed log dir %s", self.broker_id, len(keys),
                     directory)
         return removed
