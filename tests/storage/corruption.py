@@ -121,6 +121,7 @@ class Snapshot:
     epochs: dict
     aborted: dict
     bad: list = field(default_factory=list)   # what was served that is not valid
+    batch_epochs: dict = field(default_factory=dict)   # name -> [(base, last, PartitionLeaderEpoch)]
 
 
 def observe(m: LogManager) -> Snapshot:
@@ -155,6 +156,8 @@ def observe(m: LogManager) -> Snapshot:
         snap.records[name] = recs
         snap.batches[name] = [(os.path.basename(s.log_path), i.position, i.size, i.base_offset, i.last_offset)
                               for s in lg.segments for i in s.batches()]
+        snap.batch_epochs[name] = [(i.base_offset, i.last_offset, i.partition_leader_epoch)
+                                   for s in lg.segments for i in s.batches()]
         snap.start[name], snap.end[name] = lg.log_start_offset, lg.log_end_offset
         snap.producers[name] = sorted((pid, e.producer_epoch, e.last_seq, e.last_data_offset)
                                       for pid, e in lg.producer_state_manager.producers.items())
@@ -202,6 +205,40 @@ def _mutate(path: str, mutation: str, rng: random.Random, lo: int = 0, hi: int |
         f.seek(at)
         f.write(os.urandom(n) if mutation == "garbage" else bytes(n))
         return f"{n} bytes {'garbled' if mutation == 'garbage' else 'zeroed'} at {at}"
+
+
+def _epochs_within(entries: list, start: int, end: int) -> list:
+    """The pristine epochs as a log holding [start, end) must keep them (Kafka's truncations on
+    load): none from the end on (an empty log keeps the one starting at its end), and the last one
+    at or below the start moved to begin there."""
+    kept = [(e, s) for e, s in entries if s < end or (end == start and s <= end)]
+    below = [x for x in kept if x[1] <= start]
+    return ([(below[-1][0], start)] if below else []) + [x for x in kept if x[1] > start]
+
+
+def _epochs_fit(part: str, snap: Snapshot, expected: list) -> list:
+    """Epochs of a compacted log that differ from the expected ones must still say the truth about
+    every batch left. Where the cleaner removed an epoch's first batches, no file but the checkpoint
+    knows where in that gap the epoch began: a rebuild puts it at the first surviving batch, and a
+    checkpoint damaged into another offset of the same gap cannot be told from the true one (by
+    Kafka neither). So: only expected epochs, starts ascending within the log, and each batch served
+    (from the log start) answering to its own PartitionLeaderEpoch, the last one to the latest
+    epoch: that puts each start in the gap its pristine start is in."""
+    entries, start, end = snap.epochs[part], snap.start[part], snap.end[part]
+    known = dict(expected)
+    starts = [s for _, s in entries]
+    if any(e not in known for e, _ in entries) or starts != sorted(set(starts)) or \
+            any(s < start or (s >= end and not s == start == end) for s in starts):
+        return [f"{part}: epochs {entries} do not fit the expected {expected} (log [{start}, {end}))"]
+    served = [b for b in snap.batch_epochs[part] if b[1] >= start]
+    for base, last, epoch in served:
+        held = [e for e, s in entries if s <= max(base, start)][-1:]
+        if held != [epoch]:
+            return [f"{part}: epochs {entries} put the batch {base}-{last} of epoch {epoch} in epoch "
+                    f"{held or None} (expected {expected})"]
+    if served and entries[-1][0] != served[-1][2]:
+        return [f"{part}: epochs {entries} end with another epoch than the last batch's {served[-1][2]}"]
+    return []
 
 
 @dataclass
@@ -333,23 +370,27 @@ def corrupt_and_check(pristine: str, pristine_snap: Snapshot, work: str, rng: ra
                                     f"(offsets below {keep_to} were valid)")
             elif lost and not (kind == checkpoint.LOG_START_OFFSET_CHECKPOINT):
                 problems.append(f"{part}: {len(lost)} records lost after damage to {target}")
+            # the leader epochs, whatever was damaged: truncated to what the log holds, never
+            # invented, none lost for a batch that is left
+            expected = _epochs_within(pristine_snap.epochs[part], start, snap.end[part])
+            if snap.epochs[part] != expected:
+                if not part.startswith("kv"):
+                    problems.append(f"{part}: epochs {snap.epochs[part]} != {expected}, the pristine ones "
+                                    f"within [{start}, {snap.end[part]})")
+                elif not (found := _epochs_fit(part, snap, expected)):
+                    if any(s < dict(expected).get(e, -1) for e, s in snap.epochs[part]):
+                        limits.append(f"{case}: {part} epochs {snap.epochs[part]} for {expected}, a start "
+                                      f"moved earlier within a compaction gap")
+                else:
+                    problems += found
             if not lost and start == pristine_snap.start[part]:
-                if part.startswith("kv"):
-                    # compaction removed the first batches of some epochs: rebuilt from the log, an
-                    # epoch starts at its first surviving batch, as in Kafka
-                    first = dict(pristine_snap.epochs[part])
-                    if any(e not in first or s < first[e] for e, s in snap.epochs[part]) or \
-                            [e for e, _ in snap.epochs[part][-1:]] != [e for e, _ in pristine_snap.epochs[part][-1:]]:
-                        problems.append(f"{part}: epochs {snap.epochs[part]} do not fit the pristine "
-                                        f"{pristine_snap.epochs[part]}")
-                    snap.epochs[part] = pristine_snap.epochs[part]
                 if kind == "txnindex" and part == name and mutation in ("delete", "empty", "truncate") and \
                         snap.aborted[part] != pristine_snap.aborted[part]:
                     # entries gone from a .txnindex cannot be told from entries never written without
                     # scanning every batch at load; Kafka does not look either (the README says so)
                     snap.aborted[part] = pristine_snap.aborted[part]
                     limits.append(case)
-                for what in ("producers", "epochs", "aborted"):
+                for what in ("producers", "aborted"):
                     if getattr(snap, what)[part] != getattr(pristine_snap, what)[part]:
                         problems.append(f"{part}: {what} differ from the pristine ones: "
                                         f"{getattr(snap, what)[part]} != {getattr(pristine_snap, what)[part]}")
@@ -419,7 +460,8 @@ def main() -> int:
     result = campaign(args.corruptions, args.seed, progress=progress)
     print(f"{result['corruptions']} corruptions in {result['seconds']} s: {len(result['failures'])} failed, "
           f"{result['with_warnings']} loads warned, {result['log_truncated']} logs truncated, "
-          f"{len(result['known_limits'])} hit the known limit (a .txnindex losing entries); "
+          f"{len(result['known_limits'])} hit a known limit (a .txnindex losing entries, an epoch start "
+          f"moved within a compaction gap); "
           f"by file: {result['by_file']}")
     return 1 if result["failures"] else 0
 
