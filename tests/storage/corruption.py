@@ -241,6 +241,32 @@ def _epochs_fit(part: str, snap: Snapshot, expected: list) -> list:
     return []
 
 
+def reference(pristine: str, work: str, name: str, start: int, end: int) -> Snapshot:
+    """The pristine log dir with ``name`` cut to [start, end) by the ordinary paths (a follower's
+    truncation, DeleteRecords' new log start): what a load that lost the tail or moved the start
+    must derive too (producer state, aborted transactions), found another way than recovery."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work)
+    m = manager(work)
+    try:
+        m.startup(background=False)
+        topic, _, p = name.rpartition("-")
+        lg = m.get_log(topic, int(p))
+        if start > lg.log_start_offset and start >= lg.log_end_offset:
+            lg.truncate_fully_and_start_at(start)
+        else:
+            if end < lg.log_end_offset:
+                lg.truncate_to(end)
+            lg.update_high_watermark(lg.log_end_offset)
+            if start > lg.log_start_offset:
+                lg.maybe_increment_log_start_offset(start)
+        _clean(m)
+        return observe(m)
+    finally:
+        m.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @dataclass
 class Outcome:
     case: str
@@ -383,7 +409,15 @@ def corrupt_and_check(pristine: str, pristine_snap: Snapshot, work: str, rng: ra
                                       f"moved earlier within a compaction gap")
                 else:
                     problems += found
-            if not lost and start == pristine_snap.start[part]:
+            if lost or start != pristine_snap.start[part]:
+                # what survived must derive what the same log cut by the ordinary paths derives
+                ref = reference(pristine, work + "-ref", part, start, snap.end[part])
+                for what in ("producers", "aborted"):
+                    if getattr(snap, what)[part] != getattr(ref, what)[part]:
+                        problems.append(f"{part}: {what} differ from the pristine log's cut to "
+                                        f"[{start}, {snap.end[part]}): {getattr(snap, what)[part]} != "
+                                        f"{getattr(ref, what)[part]}")
+            else:
                 if kind == "txnindex" and part == name and mutation in ("delete", "empty", "truncate") and \
                         snap.aborted[part] != pristine_snap.aborted[part]:
                     # entries gone from a .txnindex cannot be told from entries never written without
