@@ -14,6 +14,8 @@ from kafka_compat.storage.leader_epoch_cache import (
 )
 from logtools import append_committed, batch, read_views
 
+from kafka_compat.protocol.records import build_batch
+
 
 def checkpoint_bytes(directory) -> bytes:
     with open(os.path.join(directory, LEADER_EPOCH_CHECKPOINT), "rb") as f:
@@ -221,8 +223,6 @@ def test_recovery_adds_the_epochs_of_the_batches_it_checks(make_log):
 def _compacted_follower_log(make_log):
     """A compacted log as a follower copies it: epoch 1 began at 10 and epoch 2 at 30, but the cleaner
     removed the first batches of both (the gaps 2-11 and 22-29); the checkpoint says where they began."""
-    from kafka_compat.protocol.records import build_batch
-
     lg = make_log("kv-0", cleanup_policy="compact", segment_bytes=300)
     for base, epoch in ((0, 0), (12, 1), (20, 1), (30, 2), (40, 2)):
         lg.append_as_follower(bytearray(build_batch([(b"k%d" % base, b"v", (), 1), (b"x%d" % base, b"v", (), 1)],
