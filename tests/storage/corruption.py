@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -499,6 +500,8 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.CRITICAL)
+    # `timeout` and kill send SIGTERM: leave through campaign()'s finally, which removes the copies
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     def progress(i, out):
         if args.verbose or out.problems:
