@@ -35,6 +35,7 @@ class RequestChannel:
     def __init__(self, handle, quotas: QuotaManagers, *, metrics: bool):
         self._handle = handle
         self.quotas = quotas
+        self._request_quota_manager = quotas.request           # the same object for the broker's life
         self.metrics: dict[str, RequestMetrics] | None = {} if metrics else None
         # each API key's RequestMetrics, made at its first request: a list index per request, no name lookup
         self._by_key: list[RequestMetrics | None] = [None] * 128
@@ -46,7 +47,7 @@ class RequestChannel:
 
     def handle(self, request, connection):
         """Run the handler: its response body, an awaitable of one, or None."""
-        if not self.quotas.request.enabled:
+        if not self._request_quota_manager.enabled:
             return self._handle(request, connection)            # nothing to time
         return self._timed(request, connection)
 
@@ -58,7 +59,7 @@ class RequestChannel:
         request.local_done_at = monotonic()
         if type(result) is CoroutineType:                       # an async handler's (asyncio.iscoroutine)
             return self._remote(request, connection, result)
-        if request.throttle_time_ms < 0 and self.quotas.request.enabled:
+        if request.throttle_time_ms < 0 and self._request_quota_manager.enabled:
             self._request_quota(request, connection, result)
         return result
 
@@ -96,7 +97,7 @@ class RequestChannel:
         if m is None:
             m = self._metrics_of(request)
         m.record(request, now)
-        if self.quotas.request.enabled:
+        if self._request_quota_manager.enabled:
             self._network_time(request, connection, now)
         throttle = request.throttle_time_ms
         return throttle / 1000.0 if throttle > 0 else 0.0

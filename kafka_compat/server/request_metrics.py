@@ -30,7 +30,7 @@ TIMES = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "Re
 SLOTS = len(BUCKETS_MS) + 1            # per histogram: its buckets and +Inf
 TOTAL, QUEUE, LOCAL, REMOTE, SEND, THROTTLE = (i * SLOTS for i in range(6))   # offsets into the flat counts
 
-FIRST_S = BUCKETS_S[0]
+FIRST_S, B1, B2 = BUCKETS_S[:3]
 
 
 def bucket_of(v: float) -> int:
@@ -66,25 +66,25 @@ class RequestMetrics:
         c, bucket = self.counts, bucket_of
         v = now - received
         if v > FIRST_S:
-            c[bucket(v)] += 1
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v))] += 1
         v = dequeued - received
         if v > FIRST_S:
-            c[bucket(v) + QUEUE] += 1
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + QUEUE] += 1
         self.queue_s += v
         v = local - dequeued
         if v > FIRST_S:
-            c[bucket(v) + LOCAL] += 1
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + LOCAL] += 1
         self.local_s += v
         remote = request.remote_done_at
         if remote:                              # it waited in a purgatory
             v = remote - local
             if v > FIRST_S:
-                c[bucket(v) + REMOTE] += 1
+                c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + REMOTE] += 1
             self.remote_s += v
             local = remote
         v = now - local
         if v > FIRST_S:
-            c[bucket(v) + SEND] += 1
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + SEND] += 1
         self.send_s += v
         throttle_ms = request.throttle_time_ms
         if throttle_ms > 0:
