@@ -74,7 +74,7 @@ def now_ms() -> int:
 #: attributes a segment loaded with ``lazy=True`` computes at their first read, and the method
 #: that sets them (Kafka's LazyIndex, and FileRecords opened on demand)
 _LAZY_FIELDS = {
-    "size": "_load_size", "_reserved_to": "_load_size",
+    "size": "_load_size", "_reserved_to": "_load_size", "blocks": "_load_size",
     "offset_index": "_load_offset_index", "time_index": "_load_time_index", "txn_index": "_load_txn_index",
     "max_timestamp_so_far": "_load_max_timestamp", "offset_of_max_timestamp_so_far": "_load_max_timestamp",
     "append_offset_limit": "refresh_roll_limits", "roll_timestamp_limit": "refresh_roll_limits",
@@ -145,10 +145,13 @@ class LogSegment:
 
     def _load_size(self) -> None:
         fd = self._fd
-        size = os.fstat(fd).st_size if fd is not None else os.stat(self.log_path).st_size
+        st = os.fstat(fd) if fd is not None else os.stat(self.log_path)
         d = self.__dict__
-        d.setdefault("size", size)
+        d.setdefault("size", st.st_size)
         d.setdefault("_reserved_to", d["size"])
+        #: disk blocks of the file when its size was first read (an empty one with some has blocks
+        #: reserved past its end, which recovery releases)
+        d.setdefault("blocks", st.st_blocks)
 
     def _load_offset_index(self) -> None:
         index = OffsetIndex(self._index_path, self.base_offset, self.config.segment_index_bytes, self._note_open)
@@ -338,6 +341,23 @@ class LogSegment:
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
         end = self.size if end is None else end
+        for info in iter_file_batches(self.fd, self._indexed_position(offset, end), end):
+            if info.last_offset >= offset:
+                return info
+        return None
+
+    def last_batch_below(self, offset: int) -> BatchHeader | None:
+        """The last batch whose last offset is < ``offset`` (a compaction gap may lie between them)."""
+        end = self.size
+        found = None
+        for info in iter_file_batches(self.fd, self._indexed_position(offset - 1, end), end):
+            if info.last_offset >= offset:
+                break
+            found = info
+        return found
+
+    def _indexed_position(self, offset: int, end: int) -> int:
+        """Where to scan from for ``offset``: the index entry at or below it, 0 if none or bogus."""
         entry_offset, position = self.offset_index.lookup(offset)
         fd = self.fd
         if position:
@@ -351,10 +371,7 @@ class LogSegment:
                 log.warning("%s: index entry (%d, %d) does not point at a batch; scanning the segment",
                             self.offset_index.path, entry_offset, position)
                 position = 0
-        for info in iter_file_batches(fd, position, end):
-            if info.last_offset >= offset:
-                return info
-        return None
+        return position
 
     def batch_boundary_at_or_below(self, limit: int, start: int) -> int:
         """A batch start in [start, limit], found through the index; ``start`` if none is indexed."""

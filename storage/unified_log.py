@@ -60,7 +60,7 @@ from .local_log import (  # noqa: F401  (contract)
     TimestampAndOffset,
 )
 from .log_config import LogConfig
-from .log_offset_metadata import LogOffsetMetadata
+from .log_offset_metadata import UNKNOWN_FILE_POSITION, UNKNOWN_OFFSET, LogOffsetMetadata
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     INT32_MAX,
@@ -201,6 +201,15 @@ class UnifiedLog:
                 return info
         return None
 
+    def _batch_before(self, offset: int):
+        """The last batch ending below ``offset``, however far back compaction left it, or None."""
+        segments = self._local.segments
+        for i in range(bisect.bisect_right([s.base_offset for s in segments], offset - 1) - 1, -1, -1):
+            info = segments[i].last_batch_below(offset)
+            if info is not None:
+                return info
+        return None
+
     def _epochs_fit_log(self) -> bool:
         """Whether the epoch cache can describe this log, from a few batch headers: the latest epoch
         is the last batch's, and each entry's start offset begins a batch of at least that epoch
@@ -229,12 +238,15 @@ class UnifiedLog:
             if first < start:
                 continue
             info = self._batch_from(first) if first < end else None
-            before = self._batch_from(first - 1) if first > start else None
-            # the batch before an epoch's first is of the entry before (of an older one where
-            # compaction removed that entry's batches)
+            # the last batch before an epoch's start is of the entry before (of an older one where
+            # compaction removed that entry's batches); it may lie behind a gap, and a start moved
+            # into a later gap must not hide it
+            before = self._batch_before(first) if first > start else None
+            if before is not None and before.last_offset < start:
+                before = None   # below the log start (DeleteRecords): not the log's any more
             if info is None or info.base_offset < first or info.partition_leader_epoch < epoch or \
                     (info.base_offset == first and info.partition_leader_epoch != epoch) or \
-                    (before is not None and before.base_offset < first and (
+                    (before is not None and (
                         before.partition_leader_epoch > prior or
                         (not local.config.compact and before.partition_leader_epoch != prior))):
                 log.warning("%s: leader epoch %d does not start at offset %d of the log", self.name, epoch, first)
@@ -575,13 +587,16 @@ class UnifiedLog:
         """Set the high watermark (an offset or LogOffsetMetadata), kept within [log start, log end];
         it may go down (a follower takes the leader's). At the log end it takes the log end's metadata."""
         with self._lock:
-            metadata = high_watermark if isinstance(high_watermark, LogOffsetMetadata) \
-                else LogOffsetMetadata(high_watermark)
-            end = self._local.log_end_offset_metadata
-            if metadata.message_offset < self._local.log_start_offset:
-                metadata = LogOffsetMetadata(self._local.log_start_offset)
-            elif metadata.message_offset >= end.message_offset:
-                metadata = end
+            local = self._local
+            full = isinstance(high_watermark, LogOffsetMetadata)
+            offset = high_watermark.message_offset if full else high_watermark
+            if offset >= local.next_offset:
+                metadata = local.log_end_offset_metadata
+            elif offset < local.log_start_offset or not full:
+                offset = max(offset, local.log_start_offset)
+                metadata = _new(LogOffsetMetadata, (offset, UNKNOWN_OFFSET, UNKNOWN_FILE_POSITION))
+            else:
+                metadata = high_watermark
             self._set_high_watermark(metadata)
             return metadata.message_offset
 
