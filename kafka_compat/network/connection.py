@@ -7,6 +7,12 @@ answered inline, in the read callback that brought them, with no task switch
 per request. A request whose answer must wait (a long-poll fetch, a group join,
 a sendfile into a full socket) continues in a task, and the frames that arrive
 meanwhile are read ahead into a bounded queue (reading pauses when it is full).
+While an acks=-1 produce waits for its replicas, the produce requests queued
+behind it are handled at once (appended, in order) and answered in order once
+their turns come: with one produce at a time, a producer that sends a request
+per partition every linger.ms (librdkafka does) outpaces the replication round
+trip, and its requests queue for seconds. Nothing is reordered: appends happen
+in arrival order, answers go out in arrival order.
 Responses are written as bytes with `transport.write` and, for record bytes
 that live in segment files, with `os.sendfile` (`loop.sendfile` once the socket
 is full); the pieces keep their order because sendfile waits for the
@@ -47,6 +53,7 @@ from ..security.principal import ANONYMOUS, NoMatchingRule
 log = logging.getLogger(__name__)
 
 READ_AHEAD_FRAMES = 32
+PRODUCE = 0
 _SIZE = struct.Struct(">i")
 
 
@@ -71,6 +78,11 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = None
         self.last_active = time.monotonic()
         self.busy = False               # an answer is being waited for: not idle, later frames queue
+        self.answering = None           # the request answer() got to last
+        # requests handled while an earlier answer was awaited, (request, answer or awaitable) in order; and
+        # whether every answer awaited only waits (acks=-1 produce): then a produce behind may be handled now
+        self.ahead: deque = deque()
+        self.ahead_ok = False
         self.counted = False            # counted against max.connections / max.connections.per.ip
 
     # -- asyncio callbacks
@@ -132,7 +144,10 @@ class Connection(asyncio.BufferedProtocol):
             self.queue.extend(frames)
             if not self.busy:
                 self.pump()
-            elif len(self.queue) >= READ_AHEAD_FRAMES and not self.paused:
+                return
+            if self.ahead_ok:
+                self.answer_ahead()
+            if len(self.queue) >= READ_AHEAD_FRAMES and not self.paused:
                 self.paused = True
                 self.transport.pause_reading()
 
@@ -192,17 +207,29 @@ class Connection(asyncio.BufferedProtocol):
                 log.exception("connection %s failed", self.peer)
                 self.close()
                 return
+            request, self.answering = self.answering, None
             if waiting is not None:
                 self.busy = True
                 self.task = asyncio.get_running_loop().create_task(self.finish(waiting))
+                self.ahead_ok = request is not None and request.waits_only
+                if self.ahead_ok:
+                    self.answer_ahead()
                 return
         if self.paused and not self.closed:
             self.paused = False
             self.transport.resume_reading()
 
     async def finish(self, waiting) -> None:
+        ahead = self.ahead
         try:
             await waiting
+            while ahead and not self.closed:      # those handled meanwhile, answered in turn
+                request, result = ahead.popleft()
+                if asyncio.iscoroutine(result):
+                    result = await result
+                waiting = self.respond(request, result)
+                if waiting is not None:
+                    await waiting
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -212,8 +239,38 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             self.busy = False
             self.task = None
+            self.ahead_ok = False
+            while ahead:                            # closed: these are never answered
+                _, result = ahead.popleft()
+                if asyncio.iscoroutine(result):
+                    result.close()
         self.last_active = time.monotonic()
         self.pump()
+
+    def answer_ahead(self) -> None:
+        """Handle the produce requests at the head of the queue now, while every answer in flight only waits
+        for acks; finish() writes their answers in turn. Anything else waits for the in-order path."""
+        queue, ahead, sasl = self.queue, self.ahead, self.sasl
+        if sasl is not None and (sasl.state is not SaslState.AUTHENTICATED or sasl.session_expires_at is not None):
+            return
+        while queue and self.ahead_ok and not self.closed and len(ahead) < READ_AHEAD_FRAMES \
+                and _api_key(queue[0]) == PRODUCE:
+            try:
+                request = parse_request(queue[0], self.server.supported_versions)
+            except (InvalidRequest, UnsupportedApiVersionsRequest):
+                return                              # answered by the in-order path
+            if request.body.acks == 0:              # no answer, maybe a close: the in-order path
+                return
+            queue.popleft()
+            try:
+                result = self.server.handle(request, self)
+            except Exception:
+                log.exception("connection %s failed", self.peer)
+                self.close()
+                return
+            ahead.append((request, result))
+            if asyncio.iscoroutine(result) and not request.waits_only:
+                self.ahead_ok = False               # it still has work to do in order: nothing overtakes it
 
     def answer(self, frame):
         """Handle one request frame; None once its response is written, else an awaitable that
@@ -236,6 +293,7 @@ class Connection(asyncio.BufferedProtocol):
             log.info("closing %s: %s", self.peer, e)
             self.close()
             return None
+        self.answering = request
         result = self.server.handle(request, self)
         if asyncio.iscoroutine(result):
             return self.respond_later(request, result)

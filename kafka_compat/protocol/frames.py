@@ -173,6 +173,9 @@ class Request:
     local_done_at: float = 0.0
     remote_done_at: float = 0.0
     throttle_time_ms: int = -1
+    # Set by a handler whose awaitable answer does nothing more in order, only waits (an acks=-1 produce
+    # waiting for its replicas): the connection may handle the produce requests behind it meanwhile.
+    waits_only: bool = False
 
 
 def request_header_version(info: ApiInfo, version: int) -> int:

@@ -130,6 +130,10 @@ class ProduceApi:
             results = self.replica_manager.append_records(
                 req.timeout_ms, req.acks, entries, internal_topics_allowed=request.client_id == ADMIN_CLIENT_ID)
         if isinstance(results, asyncio.Future):
+            # appended: only the replicas' acks are awaited, so the connection may append the produce requests
+            # behind this one meanwhile (not under a quota, whose throttle mutes the connection after each answer)
+            quotas = self.quotas
+            request.waits_only = not (quotas.produce.enabled or quotas.request.enabled)
             return self._respond_later(request, slots, results)
         return self._respond(request, slots, results)
 
