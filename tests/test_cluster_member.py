@@ -373,6 +373,39 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
     assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
+def test_not_leader_answers_name_the_new_leader_and_its_address(tmp_path, zk_server, chroot):
+    """KIP-951: from Produce v10 a NOT_LEADER_OR_FOLLOWER answer carries the leader this broker knows
+    (CurrentLeader) and its address on the request's listener (NodeEndpoints), so a client moves to it
+    without a metadata round trip, which is what lets a controlled shutdown hand over without a pause."""
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot) as (b, played):
+            epoch = b.registration.epoch
+            other = [(9, 19092)]
+            await played.update_metadata(epoch, extra_brokers=other, leader=9, replicas=[0, 9])
+            assert await played.lead_here(epoch, leader_epoch=3, leader=9, replicas=[0, 9]) == ErrorCode.NONE
+            return {v: await produce_response(b, b"x", v) for v in (9, 10, 13)}
+
+    answers = run(scenario())
+    for v in (10, 13):
+        part = answers[v].responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (9, 3)
+        assert [(n.node_id, n.host, n.port) for n in answers[v].node_endpoints] == [(9, "127.0.0.1", 19092)]
+    old = answers[9].responses[0].partition_responses[0]
+    assert old.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and old.current_leader.leader_id == -1
+    assert answers[9].node_endpoints == []
+
+
+async def produce_response(broker: Broker, value: bytes, version: int):
+    c = await AsyncWireClient.connect("127.0.0.1", broker.bound[0].port)
+    try:
+        data = ProduceRequest.TopicProduceData(name="t", topic_id=TOPIC_ID, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=build_batch([(None, value, [], 1)]))])
+        return await c.call(0, version, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[data]))
+    finally:
+        await c.close()
+
+
 # ---------------------------------------------------------------- topic configs
 @pytest.mark.parametrize("subscribers", ["topic configs alone", "with the admin manager"])
 def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw,
