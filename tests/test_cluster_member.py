@@ -345,7 +345,9 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_server, chroot):
     """Once the controller says nothing is left to move, the broker still answers until the LeaderAndIsr and
     UpdateMetadata moving its replicated partition are here: an acks=all produce waiting on it hears
-    NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed."""
+    NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed.
+    Made a follower meanwhile, it does not fetch from the new leader: caught up, it would be proposed for the
+    ISR and hold the new leader's high watermark until the controller refused it."""
     async def scenario():
         fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
         epoch = b.registration.epoch
@@ -361,6 +363,7 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
         partition = b.replica_manager.get_partition("t", 0)
         await until(lambda: partition.log_end_offset == 2, what="the acks=all record to be appended")
         await played.lead_here(epoch, leader_epoch=1, leader=9, replicas=[0, 9])
+        fetchers = dict(b.replica_manager.fetcher_manager.fetchers)     # the leader's address is known
         moved = await asyncio.wait_for(waiting, 30)
         try:            # if the LeaderAndIsr already moved it in the broker's metadata, it may be gone
             await played.update_metadata(epoch, extra_brokers=other, leader=9, replicas=[0, 9])
@@ -368,9 +371,9 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
             pass
         await asyncio.wait_for(stopping, 30)
         server.close()
-        return as_leader, moved
+        return as_leader, moved, fetchers
 
-    assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, {})
 
 
 def test_not_leader_answers_name_the_new_leader_and_its_address(tmp_path, zk_server, chroot):

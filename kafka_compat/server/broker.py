@@ -726,6 +726,7 @@ class Broker:
         """Kafka's controlledShutdown: ask the controller to move every partition this broker leads, until
         none remains, controlled.shutdown.max.retries times with controlled.shutdown.retry.backoff.ms between."""
         cfg = self.config
+        self.replica_manager.stopping = True
         retries = cfg["controlled.shutdown.max.retries"]
         while retries > 0:
             retries -= 1
