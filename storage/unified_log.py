@@ -735,7 +735,13 @@ class UnifiedLog:
         end = local.next_offset
         self._producer_snapshot_due = end + PRODUCER_SNAPSHOT_INTERVAL
         psm = self.producer_state_manager
-        if psm.is_empty() or psm.take_snapshot(end, sync=False) is None:
+        if psm.is_empty():
+            return
+        try:
+            if psm.take_snapshot(end, sync=False) is None:
+                return
+        except OSError as exc:      # optional: the append it follows has succeeded, and must say so
+            log.warning("%s: cannot write an interim producer snapshot at %d: %s", self.name, end, exc)
             return
         bases = {segment.base_offset for segment in local.segments}
         interim = [offset for offset in psm.snapshot_offsets if offset not in bases]
