@@ -4,6 +4,7 @@
     python bench/partitions.py --partitions 50000 --nofile 65536
     python bench/partitions.py --dir D --compare BASE/.venv/bin/python .venv/bin/python --rounds 3
     python bench/partitions.py --dir D --base 1009e5f --partitions 50000 --nofile 20000   # against a commit
+    python bench/partitions.py --dir D --base 1009e5f --partitions 50000 --messages 0 --unclean   # after SIGKILL
 
 Starts a real broker (kafka_compat.testing.EmbeddedBroker, RLIMIT_NOFILE set to --nofile),
 creates the partitions with CreateTopics, produces --messages records spread over all of them
@@ -15,7 +16,8 @@ JSON line per figure. Timing lives here, never in tests.
 above, when --dir holds no logs yet): in turn, each starts the broker after a clean shutdown
 (seconds until it listens, until Metadata lists every partition, and the CPU seconds spent by
 then), idles for --idle seconds (idle CPU) and shuts down cleanly; medians and ratios to the
-first interpreter close the run, with the load average. Each checkout's package is compiled to
+first interpreter close the run, with the load average; with ``--unclean`` each start follows an
+unclean shutdown instead (no clean-shutdown marker; brokers are killed). Each checkout's package is compiled to
 bytecode first, as a deployed one is. ``--base REV`` compares a commit of this repository (its
 files exported to a temporary folder with a venv of its own that reuses this one's packages)
 with this checkout.
@@ -88,6 +90,9 @@ def main() -> int:
     ap.add_argument("--compare", nargs="+", metavar="PYTHON", help="interpreters (checkouts' venvs) to restart with")
     ap.add_argument("--base", metavar="REV", help="compare this git commit with this checkout (as --compare)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--unclean", action="store_true",
+                    help="with --compare/--base: every start follows an unclean shutdown (no clean-shutdown "
+                         "marker, as SIGKILL leaves it), and each broker is killed, not stopped")
     args = ap.parse_args()
     if args.base:
         args.compare = [checkout_python(args.base), sys.executable]
@@ -202,6 +207,11 @@ def compare(args, limit) -> int:
     for _ in range(args.rounds):
         for py in args.compare:
             broker = EmbeddedBroker(data_dir=data_dir, python=py, preexec_fn=limit)
+            if args.unclean:   # what a SIGKILL leaves: the marker is removed while a broker runs
+                try:
+                    os.unlink(os.path.join(logs, ".kafka_cleanshutdown"))
+                except FileNotFoundError:
+                    pass
             try:
                 t0 = time.monotonic()
                 broker.start(timeout=900)
@@ -213,19 +223,23 @@ def compare(args, limit) -> int:
                 idle = 100 * (cpu_seconds(pid) - cpu) / args.idle
                 fds, rss = open_fds(pid), rss_mb(pid)
                 t1 = time.monotonic()
-                broker.stop(timeout=900)
+                if args.unclean:
+                    broker.kill()
+                else:
+                    broker.stop(timeout=900)
                 row = dict(listening_s=listening, all_partitions_s=ready, startup_cpu_s=cpu,
                            idle_cpu_percent=idle, stop_s=time.monotonic() - t1)
                 for k, v in row.items():
                     figures[py].setdefault(k, []).append(v)
-                report(figure="restart after clean shutdown", python=py, partitions=total, fds=fds,
-                       rss_mb=round(rss), load=os.getloadavg()[0], **{k: round(v, 2) for k, v in row.items()})
+                report(figure=f"restart after {'un' if args.unclean else ''}clean shutdown", python=py,
+                       partitions=total, fds=fds, rss_mb=round(rss), load=os.getloadavg()[0],
+                       **{k: round(v, 2) for k, v in row.items()})
             finally:
                 broker.close()
     base = {k: statistics.median(v) for k, v in figures[args.compare[0]].items()}
     for py in args.compare:
         med = {k: statistics.median(v) for k, v in figures[py].items()}
-        report(figure="median", python=py, partitions=total, load=os.getloadavg()[0],
+        report(figure="median", python=py, partitions=total, unclean=args.unclean, load=os.getloadavg()[0],
                **{k: round(v, 2) for k, v in med.items()},
                **{f"{k}_ratio": round(v / base[k], 3) if base[k] else None for k, v in med.items()})
     if args.dir is None:

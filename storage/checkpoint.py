@@ -23,6 +23,7 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks, written by ReplicaManager
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CURRENT_VERSION = 0
+_READ_SIZE = 65536
 
 
 def _fsync_dir(directory: str) -> None:
@@ -59,10 +60,10 @@ def read_file(path: str) -> bytes:
     try:
         chunks = []
         while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
+            chunk = os.read(fd, _READ_SIZE)
             chunks.append(chunk)
+            if len(chunk) < _READ_SIZE:   # a regular file's short read is its end: no read of nothing after
+                return b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -97,9 +97,11 @@ class LeaderEpochFileCache:
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` began at ``start_offset``; written at once when it changes the cache."""
-        entry = EpochEntry(epoch, start_offset)
         with self._lock:
-            if not self._assign(entry):
+            epochs = self._epochs
+            if epochs and epochs[-1].epoch == epoch and epochs[-1].start_offset <= start_offset:
+                return False   # the latest epoch again, from where it began or later: every leader at startup
+            if not self._assign(EpochEntry(epoch, start_offset)):
                 return False
             self._write()
         return True

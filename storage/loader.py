@@ -32,6 +32,7 @@ from .segment import (
 
 log = logging.getLogger(__name__)
 
+_INDEX_KINDS = frozenset((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.swap|\.cleaned|\.deleted)?$")
 
 
@@ -136,7 +137,13 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
         if not needs_recovery and seg.size and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):
             log.warning("%s: rebuilding the indexes of segment %d: index files missing", directory, base)
             needs_recovery = True   # an empty segment's indexes are created at their first entry
-        if not needs_recovery:
+        if not seg.size and not kinds & _INDEX_KINDS and (
+                not needs_recovery or (i == len(bases) - 1 and not seg.blocks)):
+            # empty, no index files (and, to recover, last and without blocks reserved past its end):
+            # nothing to check, rebuild or cut; next_offset is its base offset. Most partitions of a
+            # broker with many are like this, and this spares each of them its index objects.
+            needs_recovery = False
+        elif not needs_recovery:
             try:
                 seg.sanity_check()
             except CorruptIndexError as exc:

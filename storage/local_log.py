@@ -32,6 +32,7 @@ from .scheduler import Scheduler, default_scheduler
 from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
 
 log = logging.getLogger(__name__)
+_new = tuple.__new__
 
 # ListOffsets special timestamps (ListOffsetsRequest)
 LATEST_TIMESTAMP = -1
@@ -113,7 +114,8 @@ class LocalLog:
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         active = self._active
-        return LogOffsetMetadata(self.next_offset, active.base_offset, active.size)
+        # read for every partition at every leadership change and fetch: no Python-level __new__
+        return _new(LogOffsetMetadata, (self.next_offset, active.base_offset, active.size))
 
     @property
     def lock(self) -> threading.RLock:

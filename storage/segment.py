@@ -74,7 +74,7 @@ def now_ms() -> int:
 #: attributes a segment loaded with ``lazy=True`` computes at their first read, and the method
 #: that sets them (Kafka's LazyIndex, and FileRecords opened on demand)
 _LAZY_FIELDS = {
-    "size": "_load_size", "_reserved_to": "_load_size",
+    "size": "_load_size", "_reserved_to": "_load_size", "blocks": "_load_size",
     "offset_index": "_load_offset_index", "time_index": "_load_time_index", "txn_index": "_load_txn_index",
     "max_timestamp_so_far": "_load_max_timestamp", "offset_of_max_timestamp_so_far": "_load_max_timestamp",
     "append_offset_limit": "refresh_roll_limits", "roll_timestamp_limit": "refresh_roll_limits",
@@ -145,10 +145,13 @@ class LogSegment:
 
     def _load_size(self) -> None:
         fd = self._fd
-        size = os.fstat(fd).st_size if fd is not None else os.stat(self.log_path).st_size
+        st = os.fstat(fd) if fd is not None else os.stat(self.log_path)
         d = self.__dict__
-        d.setdefault("size", size)
+        d.setdefault("size", st.st_size)
         d.setdefault("_reserved_to", d["size"])
+        #: disk blocks of the file when its size was first read (an empty one with some has blocks
+        #: reserved past its end, which recovery releases)
+        d.setdefault("blocks", st.st_blocks)
 
     def _load_offset_index(self) -> None:
         index = OffsetIndex(self._index_path, self.base_offset, self.config.segment_index_bytes, self._note_open)

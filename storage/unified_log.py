@@ -60,7 +60,7 @@ from .local_log import (  # noqa: F401  (contract)
     TimestampAndOffset,
 )
 from .log_config import LogConfig
-from .log_offset_metadata import LogOffsetMetadata
+from .log_offset_metadata import UNKNOWN_FILE_POSITION, UNKNOWN_OFFSET, LogOffsetMetadata
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     INT32_MAX,
@@ -589,13 +589,16 @@ class UnifiedLog:
         """Set the high watermark (an offset or LogOffsetMetadata), kept within [log start, log end];
         it may go down (a follower takes the leader's). At the log end it takes the log end's metadata."""
         with self._lock:
-            metadata = high_watermark if isinstance(high_watermark, LogOffsetMetadata) \
-                else LogOffsetMetadata(high_watermark)
-            end = self._local.log_end_offset_metadata
-            if metadata.message_offset < self._local.log_start_offset:
-                metadata = LogOffsetMetadata(self._local.log_start_offset)
-            elif metadata.message_offset >= end.message_offset:
-                metadata = end
+            local = self._local
+            full = isinstance(high_watermark, LogOffsetMetadata)
+            offset = high_watermark.message_offset if full else high_watermark
+            if offset >= local.next_offset:
+                metadata = local.log_end_offset_metadata
+            elif offset < local.log_start_offset or not full:
+                offset = max(offset, local.log_start_offset)
+                metadata = _new(LogOffsetMetadata, (offset, UNKNOWN_OFFSET, UNKNOWN_FILE_POSITION))
+            else:
+                metadata = high_watermark
             self._set_high_watermark(metadata)
             return metadata.message_offset
 

@@ -343,9 +343,11 @@ class Campaign:
 
         def moved() -> bool:
             return all(c.leader(TOPIC, p) not in (None, -1, DISK_BROKER) for p in range(PARTITIONS))
-        c.fill_disk(DISK_BROKER)
+        def halting() -> bool:
+            c.fill_disk(DISK_BROKER)    # again: retention deletes segments and would free blocks meanwhile
+            return not b.running
         try:
-            seen = self.hold(3, WAIT, lambda: not b.running) and enospc() and halted()
+            seen = self.hold(3, WAIT, halting) and enospc() and halted()
             seen = self.hold(0, WAIT, moved) and seen
         finally:
             c.free_disk(DISK_BROKER)

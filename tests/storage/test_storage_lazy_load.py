@@ -2,12 +2,15 @@
 
 A loaded segment costs no descriptor, mapping or read until it is used; used, it answers as an
 eagerly opened one would; closed unused, its files stay as they were. A restarted empty
-partition keeps its leader-epoch checkpoint rather than writing it twice.
+partition keeps its leader-epoch checkpoint rather than writing it twice, and loads without
+index objects whether or not it was closed cleanly.
 """
 
 import gc
 import os
 
+import pytest
+from kafka_compat.storage.fallocate import reserve_past_end
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
 from kafka_compat.storage.open_files import POOL
@@ -121,3 +124,48 @@ def test_restarting_an_empty_partition_does_not_rewrite_its_leader_epoch_checkpo
         m.shutdown()
     after = os.stat(path)
     assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def _empty_log_dir(make_log, name):
+    lg = make_log(name, CONFIG)
+    lg.maybe_assign_epoch_start_offset(0, 0)
+    lg.close()
+    return lg.dir
+
+
+def test_an_empty_partition_loads_without_its_indexes_and_then_takes_appends(make_log):
+    """Most partitions of a broker with many are empty: loading one, after a clean shutdown or not,
+    makes no index object and no file, and the log then works as any other."""
+    for clean in (True, False):
+        name = f"e{int(clean)}-0"
+        directory = _empty_log_dir(make_log, name)
+        before = sorted(os.listdir(directory))
+        lg = make_log(name, CONFIG, had_clean_shutdown=clean)
+        seg = lg.segments[0]
+        assert "offset_index" not in vars(seg) and "time_index" not in vars(seg) and "txn_index" not in vars(seg)
+        assert sorted(os.listdir(directory)) == before
+        assert (lg.log_end_offset, lg.recovery_point, lg.leader_epoch_cache.entries) == (0, 0, [(0, 0)])
+        for i in range(30):    # past index.interval.bytes: the indexes get entries
+            append_committed(lg, batch(2, value=b"w%02d" % i + b"y" * 40))
+        assert [bytes(r.value)[:3] for r in read_records(lg)] == [b"w%02d" % (i // 2) for i in range(60)]
+        assert lg.segments[0].offset_index.entries > 0
+        lg.close()
+        again = make_log(name, CONFIG, recovery_point=0, had_clean_shutdown=False)   # recovered: the same
+        assert again.log_end_offset == 60 and len(read_records(again)) == 60
+
+
+def test_recovering_an_empty_segment_returns_blocks_reserved_past_its_end(make_log):
+    """An unclean shutdown between reserving blocks for an append and writing it leaves an empty file
+    holding them: recovery gives them back, empty as the file is."""
+    directory = _empty_log_dir(make_log, "r-0")
+    path = os.path.join(directory, "00000000000000000000.log")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        if not reserve_past_end(fd, 0, 1 << 20) or os.fstat(fd).st_blocks == 0:
+            pytest.skip("this filesystem reserves no blocks past a file's end")
+    finally:
+        os.close(fd)
+    lg = make_log("r-0", CONFIG, had_clean_shutdown=False)
+    assert lg.log_end_offset == 0
+    st = os.stat(path)
+    assert (st.st_size, st.st_blocks) == (0, 0)
