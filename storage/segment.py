@@ -341,6 +341,23 @@ class LogSegment:
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
         end = self.size if end is None else end
+        for info in iter_file_batches(self.fd, self._indexed_position(offset, end), end):
+            if info.last_offset >= offset:
+                return info
+        return None
+
+    def last_batch_below(self, offset: int) -> BatchHeader | None:
+        """The last batch whose last offset is < ``offset`` (a compaction gap may lie between them)."""
+        end = self.size
+        found = None
+        for info in iter_file_batches(self.fd, self._indexed_position(offset - 1, end), end):
+            if info.last_offset >= offset:
+                break
+            found = info
+        return found
+
+    def _indexed_position(self, offset: int, end: int) -> int:
+        """Where to scan from for ``offset``: the index entry at or below it, 0 if none or bogus."""
         entry_offset, position = self.offset_index.lookup(offset)
         fd = self.fd
         if position:
@@ -354,10 +371,7 @@ class LogSegment:
                 log.warning("%s: index entry (%d, %d) does not point at a batch; scanning the segment",
                             self.offset_index.path, entry_offset, position)
                 position = 0
-        for info in iter_file_batches(fd, position, end):
-            if info.last_offset >= offset:
-                return info
-        return None
+        return position
 
     def batch_boundary_at_or_below(self, limit: int, start: int) -> int:
         """A batch start in [start, limit], found through the index; ``start`` if none is indexed."""

@@ -209,6 +209,15 @@ class UnifiedLog:
                 return info
         return None
 
+    def _batch_before(self, offset: int):
+        """The last batch ending below ``offset``, however far back compaction left it, or None."""
+        segments = self._local.segments
+        for i in range(bisect.bisect_right([s.base_offset for s in segments], offset - 1) - 1, -1, -1):
+            info = segments[i].last_batch_below(offset)
+            if info is not None:
+                return info
+        return None
+
     def _epochs_fit_log(self) -> bool:
         """Whether the epoch cache can describe this log, from a few batch headers: the latest epoch
         is the last batch's, and each entry's start offset begins a batch of at least that epoch
@@ -237,12 +246,15 @@ class UnifiedLog:
             if first < start:
                 continue
             info = self._batch_from(first) if first < end else None
-            before = self._batch_from(first - 1) if first > start else None
-            # the batch before an epoch's first is of the entry before (of an older one where
-            # compaction removed that entry's batches)
+            # the last batch before an epoch's start is of the entry before (of an older one where
+            # compaction removed that entry's batches); it may lie behind a gap, and a start moved
+            # into a later gap must not hide it
+            before = self._batch_before(first) if first > start else None
+            if before is not None and before.last_offset < start:
+                before = None   # below the log start (DeleteRecords): not the log's any more
             if info is None or info.base_offset < first or info.partition_leader_epoch < epoch or \
                     (info.base_offset == first and info.partition_leader_epoch != epoch) or \
-                    (before is not None and before.base_offset < first and (
+                    (before is not None and (
                         before.partition_leader_epoch > prior or
                         (not local.config.compact and before.partition_leader_epoch != prior))):
                 log.warning("%s: leader epoch %d does not start at offset %d of the log", self.name, epoch, first)

@@ -14,6 +14,8 @@ from kafka_compat.storage.leader_epoch_cache import (
 )
 from logtools import append_committed, batch, read_views
 
+from kafka_compat.protocol.records import build_batch
+
 
 def checkpoint_bytes(directory) -> bytes:
     with open(os.path.join(directory, LEADER_EPOCH_CHECKPOINT), "rb") as f:
@@ -216,3 +218,44 @@ def test_recovery_adds_the_epochs_of_the_batches_it_checks(make_log):
     clean.close()
     recovered = make_log("t-0", segment_bytes=300)     # unclean: every segment is checked
     assert recovered.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(3, 4), EpochEntry(4, 8)]
+
+
+def _compacted_follower_log(make_log):
+    """A compacted log as a follower copies it: epoch 1 began at 10 and epoch 2 at 30, but the cleaner
+    removed the first batches of both (the gaps 2-11 and 22-29); the checkpoint says where they began."""
+    lg = make_log("kv-0", cleanup_policy="compact", segment_bytes=300)
+    for base, epoch in ((0, 0), (12, 1), (20, 1), (30, 2), (40, 2)):
+        lg.append_as_follower(bytearray(build_batch([(b"k%d" % base, b"v", (), 1), (b"x%d" % base, b"v", (), 1)],
+                                                    base_offset=base, partition_leader_epoch=epoch)))
+    lg.close()
+    with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "wb") as f:
+        f.write(b"0\n3\n0 0\n1 10\n2 30\n")
+    return lg
+
+
+def test_epoch_starts_in_a_compaction_gap_are_kept(make_log):
+    """Where the cleaner removed an epoch's first batches the log cannot say where it began: the
+    checkpoint's word is kept (Kafka keeps it too), not moved to the first surviving batch."""
+    _compacted_follower_log(make_log)
+    again = make_log("kv-0", cleanup_policy="compact", segment_bytes=300, had_clean_shutdown=True)
+    assert again.leader_epoch_cache.entries == [EpochEntry(0, 0), EpochEntry(1, 10), EpochEntry(2, 30)]
+
+
+@pytest.mark.parametrize("damaged", [b"1 15", b"1 22", b"2 35"])
+def test_an_epoch_start_moved_past_a_batch_of_its_epoch_is_rebuilt(make_log, damaged):
+    """A checkpoint damaged into valid text whose epoch starts after a surviving batch of that epoch
+    (behind a compaction gap, so the batch at its offset is a later one of the same epoch): the
+    batches before it would answer to the older epoch, so the cache is rebuilt from the log."""
+    lg = _compacted_follower_log(make_log)
+    with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "rb") as f:
+        text = f.read()
+    old = b"1 10" if damaged.startswith(b"1") else b"2 30"
+    with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "wb") as f:
+        f.write(text.replace(old, damaged))
+    again = make_log("kv-0", cleanup_policy="compact", segment_bytes=300, had_clean_shutdown=True)
+    entries = again.leader_epoch_cache.entries
+    # every surviving batch answers to its own epoch (the starts in the gaps are the log's: the first
+    # surviving batch of each epoch)
+    assert entries == [EpochEntry(0, 0), EpochEntry(1, 12), EpochEntry(2, 30)]
+    for view in read_views(again):
+        assert again.leader_epoch_cache.epoch_for_offset(view.base_offset) == view.partition_leader_epoch
