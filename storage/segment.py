@@ -539,6 +539,12 @@ class LogSegment:
         log: a lone batch whose epoch rises above the next batch's (not below the one before
         it) is the damaged one (a flipped bit), and recovery runs again to cut before it
         (``stop_at``); any other fall cuts at the batch that falls.
+
+        Where gaps are allowed (compaction) a base offset flipped upward passes as a gap; the
+        next batch then falls back below it. When that next batch would follow the one before
+        the jump, the jumped batch is the damaged one and recovery cuts before it (it lies past
+        the recovery point, so nothing recovered is lost); otherwise the fall is cut. A lone
+        last batch with a jump that fits the segment cannot be judged, and stays, as in Kafka.
         """
         self.tail_batch = None
         self.offset_index.reset()
@@ -550,6 +556,7 @@ class LogSegment:
         prev_last = self.base_offset - 1
         epochs, latest_epoch, markers = [], -1, False
         before_raise = raised_at = None   # the epoch before the latest rise, and where the riser starts
+        before_jump = jumped_at = None   # the last offset before the previous batch, if it jumped a gap
         position, chunk = 0, b""
         while True:
             if stop_at is not None and valid >= stop_at:
@@ -579,6 +586,11 @@ class LogSegment:
                 break
             bad = self._offsets_invalid(info, prev_last, limit)
             if bad:
+                if (jumped_at is not None and stop_at is None and info.base_offset > before_jump
+                        and self._offsets_invalid(info, before_jump, limit) is None):
+                    log.warning("%s: the batch at %d jumps a gap after offset %d, the next falls back to %d:"
+                                " cut before it", self.log_path, jumped_at, before_jump, info.base_offset)
+                    return self.recover(limit, jumped_at)
                 log.warning("%s: invalid batch at %d: %s", self.log_path, valid, bad)
                 break
             if info.max_timestamp > self.max_timestamp_so_far:
@@ -605,6 +617,7 @@ class LogSegment:
                 self.offset_index.append(info.last_offset, valid)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
                 last_index_entry = valid
+            before_jump, jumped_at = (prev_last, valid) if info.base_offset > prev_last + 1 else (None, None)
             prev_last = info.last_offset
             valid += info.size
         truncated = file_size - valid

@@ -191,6 +191,63 @@ def test_a_log_the_cleaner_wrote_keeps_its_gaps(make_log):
     assert [r.offset for r in read_records(lg)] == [0, 1, 2] + list(range(6, 18))
 
 
+COMPACT = dict(CONFIG, cleanup_policy="compact")
+
+
+@pytest.mark.parametrize("flipped, bit, served", [
+    (2, 16, 6),      # a jump of 65,536 the next batch falls back from: cut before the jumped batch
+    (1, 3, 3),       # the batch after the gap jumps further: cut before it, the gap is no excuse
+    (2, 40, 6),      # the jump leaves the segment's int32 range: cut there (as Kafka)
+    (4, 40, 12),     # the same for the last batch
+])
+def test_a_base_offset_flipped_upward_in_a_compacted_log_is_not_served(make_log, flipped, bit, served):
+    """Compacted logs have gaps, so a base offset flipped upward (outside the checksum) passes as
+    one; the next batch then falls back below the jumped batch's offsets. Recovery must not serve
+    the jumped batch at its wrong offsets: it cuts before it, and the log goes on from there."""
+    lg = make_log(**COMPACT)
+    for i in range(6):
+        lg.append_as_leader(batch(3, key=b"k%d" % i, value=b"v" * 20, ts=TS + i), 0)
+    assert len(lg.segments) == 1
+    lg.close()
+    log_path = segment_paths(lg.dir, 0)[0]
+    with open(log_path, "rb") as f:
+        data = f.read()
+    starts = batch_starts(log_path) + [len(data)]
+    with open(log_path, "wb") as f:   # the cleaner removed the second batch: offsets 0-2, 6-17
+        f.write(data[:starts[1]] + data[starts[2]:])
+    starts = batch_starts(log_path)
+    pos = starts[flipped]            # batches left: 0-2, 6-8, 9-11, 12-14, 15-17
+    with open(log_path, "r+b") as f:
+        f.seek(pos)
+        base = struct.unpack(">q", f.read(8))[0]
+        f.seek(pos)
+        f.write(struct.pack(">q", base ^ (1 << bit)))
+    lg = make_log(**COMPACT)
+    offsets = [r.offset for r in read_records(lg)]
+    assert offsets == ([0, 1, 2] + list(range(6, 18)))[:served]
+    assert os.path.getsize(log_path) == pos
+    assert lg.log_end_offset == offsets[-1] + 1
+    assert_consistent(lg, contiguous=False)
+    lg.append_as_leader(batch(1), 0)
+    assert read_records(lg, offsets[-1] + 1)[0].offset == offsets[-1] + 1
+
+
+def test_a_lone_last_batch_with_a_plausible_jump_is_kept_as_kafka_does(make_log):
+    """Nothing after it to compare with and the jump fits the segment: it cannot be told from a
+    compaction gap, so it stays, as in Kafka (a known limit)."""
+    lg = make_log(**COMPACT)
+    for i in range(4):
+        lg.append_as_leader(batch(3, key=b"k%d" % i, value=b"v" * 20, ts=TS + i), 0)
+    lg.close()
+    log_path = segment_paths(lg.dir, 0)[0]
+    last = batch_starts(log_path)[-1]
+    with open(log_path, "r+b") as f:
+        f.seek(last)
+        f.write(struct.pack(">q", 9 ^ (1 << 16)))
+    lg = make_log(**COMPACT)
+    assert [r.offset for r in read_records(lg)] == list(range(9)) + [65545, 65546, 65547]
+
+
 @pytest.mark.parametrize("damage", ["garbage", "zeros", "partial", "missing", "missing-time"])
 def test_damaged_or_missing_indexes_are_rebuilt(make_log, damage):
     directory, bases = write(make_log, **CONFIG)
