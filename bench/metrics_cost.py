@@ -1,6 +1,7 @@
 """What metrics cost per request: broker CPU time with the Prometheus endpoint on against off.
 
     python bench/metrics_cost.py [--rounds 9] [--requests 20000] [--at REV]
+    python bench/metrics_cost.py --instructions [--requests 500] [--at REV]
 
 Metrics cost something per request (timings, counters, histograms) and per scrape,
 nothing per record, so the worst case is many small requests. Two brokers run
@@ -15,13 +16,30 @@ wall times swing by tens of percent from one minute to the next. The kernel coun
 CPU time in 10 ms ticks: 20,000 requests of ~50 µs make a side's figure good to
 about 1%. `--at REV` runs both sides at a git revision (its own checkout and venv,
 as bench/run.py's kafka-compat@REV), for the cost before a change.
+
+`--instructions` counts instead what the load cannot change: each side's broker
+runs under valgrind's callgrind (instrumentation off while it starts), requests
+go one at a time, and callgrind counts the instructions the broker executes
+(all its threads) while it answers them, and for one scrape. Everything runs
+about 50 times slower under callgrind, so every phase of a request looks longer
+than it is: the metrics' share it gives is an upper bound (times past the
+first histogram bucket cost more to record), and it moves with the load. So it
+also counts the request path alone, which no clock can move: RequestChannel's
+`handle` and `request_done` around a handler that does nothing, in a loop, with
+a fake clock that advances 10 µs (every phase in the first bucket) or 100 µs per
+reading.
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -38,6 +56,9 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest  # noqa: E40
 from kafka_compat.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kafka_compat.protocol.records import build_batch  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker, free_port  # noqa: E402
+
+KINDS = ("produce", "fetch", "metadata")
+TREE = ROOT             # the kafka_compat the --instructions children import (--tree)
 
 TOPIC = "cost"
 WINDOW = 64           # requests in flight
@@ -107,16 +128,159 @@ class Side:
         self.broker.close()
 
 
+def one_at_a_time(client: WireClient, kind: str, n: int) -> None:
+    key, version, body = bodies(kind)
+    for i in range(n):
+        client.send_raw(encode_request(key, version, body, i))
+        decode_response(key, version, client.read_frame())
+
+
+def callgrind(pid: int, *args: str) -> None:
+    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True, timeout=120)
+
+
+def instructions(metrics: bool, n: int, python: str) -> dict[str, float]:
+    """Instructions per request of each kind (and per scrape) of a broker under callgrind."""
+    d = tempfile.mkdtemp(prefix="metrics-cost-")
+    port = free_port()
+    args = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={d}/callgrind.out",
+            python, "-m", "kafka_compat", "serve", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+            "--log-dirs", os.path.join(d, "logs"), "-o", "num.partitions=1", "-o", "log.segment.bytes=67108864"]
+    url = None
+    if metrics:
+        metrics_port = free_port()
+        args += ["-o", f"prometheus.listener=http://127.0.0.1:{metrics_port}"]
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+    out: dict[str, float] = {}
+    with open(os.path.join(d, "broker.log"), "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=d,
+                                env=dict(os.environ, PYTHONPATH=TREE) if python == sys.executable else None)
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the broker did not start under valgrind: see " + d) from None
+                time.sleep(0.5)
+        client = WireClient("127.0.0.1", port, timeout=600)
+        for kind in KINDS:                                      # warm up, uncounted
+            one_at_a_time(client, kind, 200)
+        if url:
+            urllib.request.urlopen(url, timeout=600).read()
+        callgrind(proc.pid, "-i", "on")
+        for kind in KINDS + (("scrape",) if url else ()):
+            callgrind(proc.pid, "-z")
+            if kind == "scrape":
+                urllib.request.urlopen(url, timeout=600).read()
+            else:
+                one_at_a_time(client, kind, n)
+            callgrind(proc.pid, "-d")
+            dumps = sorted(glob.glob(os.path.join(d, "callgrind.out.*")), key=os.path.getmtime)
+            with open(dumps[-1]) as f:
+                total = next(int(line.split()[1]) for line in f if line.startswith("totals:"))
+            out[kind] = total / (1 if kind == "scrape" else n)
+            for dump in dumps:
+                os.remove(dump)
+        client.close()
+    finally:
+        proc.terminate()
+        proc.wait(120)
+        shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+# Run in a child under callgrind: the request path alone (see the module's docstring), against whichever
+# kafka_compat the child's interpreter imports (this tree, or a checkout's with --at).
+REQUEST_PATH = """
+import functools, itertools, os, subprocess, sys
+from kafka_compat.protocol.frames import APIS, Request
+from kafka_compat.server import request_channel
+from kafka_compat.server.client_quota_manager import QuotaManagers
+metrics, step, n = sys.argv[1] == "on", float(sys.argv[2]), int(sys.argv[3])
+clock = functools.partial(next, itertools.count(1000.0, step))
+request_channel.monotonic = clock
+channel = request_channel.RequestChannel(lambda request, connection: 1, QuotaManagers(), metrics=metrics)
+class Connection:
+    last_active = 0.0
+connection = Connection()
+def run(count):
+    handle, done = channel.handle, channel.request_done
+    for request in [Request(3, 12, i, "c", None, None, APIS[3]) for i in range(count)]:
+        connection.last_active = clock()
+        handle(request, connection)
+        done(request, connection)
+run(100)
+def control(*args):
+    subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
+control("-i", "on")
+control("-z")
+run(n)
+control("-d")
+"""
+
+
+def request_path(metrics: bool, step: float, n: int, python: str) -> float:
+    """Instructions per request of the request path alone (REQUEST_PATH) under callgrind."""
+    d = tempfile.mkdtemp(prefix="metrics-cost-")
+    try:
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                        f"--callgrind-out-file={d}/callgrind.out", python, "-c", REQUEST_PATH,
+                        "on" if metrics else "off", str(step), str(n)], check=True, capture_output=True, cwd=d,
+                       env=dict(os.environ, PYTHONPATH=TREE) if python == sys.executable else None, timeout=600)
+        dumps = [f for f in glob.glob(os.path.join(d, "callgrind.out.*")) if not f.endswith(".out")]
+        totals = []
+        for dump in dumps:
+            with open(dump) as f:
+                totals += [int(line.split()[1]) for line in f if line.startswith("totals:")]
+        return max(totals) / n
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def count_instructions(n: int, python: str, at: str | None) -> int:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 1
+    print(f"# the request path alone, instructions per request{' at ' + at if at else ''}")
+    print("| phases | metrics off | metrics on | on - off |")
+    print("|---|---|---|---|")
+    for step in (0.00001, 0.0001):
+        off, on = request_path(False, step, 2000, python), request_path(True, step, 2000, python)
+        print(f"| {step * 1e6:.0f} µs each | {off:,.0f} | {on:,.0f} | {on - off:+,.0f} |", flush=True)
+    off, on = instructions(False, n, python), instructions(True, n, python)
+    print(f"# instructions per request under callgrind, {n} requests one at a time{' at ' + at if at else ''}")
+    print("| request | metrics off | metrics on | on - off | on / off |")
+    print("|---|---|---|---|---|")
+    for kind in KINDS:
+        print(f"| {kind} | {off[kind]:,.0f} | {on[kind]:,.0f} | {on[kind] - off[kind]:+,.0f} | "
+              f"{on[kind] / off[kind]:.4f} |")
+    print(f"one scrape: {on['scrape']:,.0f} instructions")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--requests", type=int, help="per side, kind and round (default 20,000; 500 with "
+                    "--instructions)")
     ap.add_argument("--at", metavar="REV", help="run both sides at this git revision")
+    ap.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
+    ap.add_argument("--tree", metavar="DIR", help="with --instructions: the source tree to run (e.g. a `git "
+                    "archive` of another revision), instead of this one")
     args = ap.parse_args()
+    if args.tree:
+        global TREE
+        TREE = os.path.abspath(args.tree)
     python = None
     if args.at:
         from bench.contenders import checkout
         python = checkout(args.at)
+    if args.instructions:
+        return count_instructions(args.requests or 500, python or sys.executable, args.at or args.tree)
+    args.requests = args.requests or 20000
     load0 = os.getloadavg()[0]
     off, on = Side(False, python), Side(True, python)
     try:
@@ -125,7 +289,7 @@ def main() -> int:
                 pipelined(side.client, kind, 500)
         for r in range(args.rounds):
             for side in ((off, on) if r % 2 == 0 else (on, off)):
-                for kind in ("produce", "fetch", "metadata"):
+                for kind in KINDS:
                     side.run(kind, args.requests)
                 time.sleep(0.2)
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)

@@ -35,26 +35,32 @@ class RequestChannel:
     def __init__(self, handle, quotas: QuotaManagers, *, metrics: bool):
         self._handle = handle
         self.quotas = quotas
+        self._request_quota_manager = quotas.request           # the same object for the broker's life
         self.metrics: dict[str, RequestMetrics] | None = {} if metrics else None
         # each API key's RequestMetrics, made at its first request: a list index per request, no name lookup
         self._by_key: list[RequestMetrics | None] = [None] * 128
+        self._fetch_consumer: RequestMetrics | None = None
+        self._fetch_follower: RequestMetrics | None = None
+        if metrics:                     # chosen once: the metrics stay on or off for the broker's life
+            self.handle = self._timed
+            self.request_done = self._timed_request_done
 
     def handle(self, request, connection):
         """Run the handler: its response body, an awaitable of one, or None."""
-        if self.metrics is None and not self.quotas.request.enabled:
+        if not self._request_quota_manager.enabled:
             return self._handle(request, connection)            # nothing to time
+        return self._timed(request, connection)
+
+    def _timed(self, request, connection):
+        """`handle` with the request's timestamps (metrics, or a request quota)."""
         request.received_at = connection.last_active
         request.dequeued_at = monotonic()
         result = self._handle(request, connection)
+        request.local_done_at = monotonic()
         if type(result) is CoroutineType:                       # an async handler's (asyncio.iscoroutine)
-            request.local_done_at = monotonic()
             return self._remote(request, connection, result)
-        request.local_done_at = request.remote_done_at = monotonic()
-        if request.throttle_time_ms < 0:
-            if self.quotas.request.enabled:
-                self._request_quota(request, connection, result)
-            else:
-                request.throttle_time_ms = 0
+        if request.throttle_time_ms < 0 and self._request_quota_manager.enabled:
+            self._request_quota(request, connection, result)
         return result
 
     async def _remote(self, request, connection, waiting):
@@ -78,41 +84,49 @@ class RequestChannel:
                 result.throttle_time_ms = throttle
 
     def request_done(self, request, connection) -> float:
-        """The response is written: record the metrics; the seconds to mute the connection for."""
+        """The response is written: the seconds to mute the connection for (and the request quota's share)."""
         throttle = request.throttle_time_ms
-        if not request.dequeued_at:                             # not timed (see handle)
-            return throttle / 1000.0 if throttle > 0 else 0.0
-        now = monotonic()
-        if self.metrics is not None:
-            # inline, as it runs for every request: the request type's RequestMetrics, by API key
-            key = request.api_key
-            m = self._by_key[key] if key != FETCH and key < 128 else None
-            if m is None:
-                m = self._metrics_of(request)
-            m.record(request.api_version, request.received_at or request.dequeued_at, request.dequeued_at,
-                     request.local_done_at, request.remote_done_at or now, now, throttle if throttle > 0 else 0)
-        quota = self.quotas.request
-        if quota.enabled and request.api_key not in EXEMPT_FROM_REQUEST_QUOTA and request.remote_done_at:
-            # the network thread's share of the request quota, as Kafka's recordNetworkThreadTimeCallback
-            quota.record_no_throttle(principal_user(connection), request.client_id or "",
-                                     ClientRequestQuotaManager.percentage(int((now - request.remote_done_at) * 1e9)))
+        if request.dequeued_at:                                 # timed (see handle)
+            self._network_time(request, connection, monotonic())
         return throttle / 1000.0 if throttle > 0 else 0.0
+
+    def _timed_request_done(self, request, connection) -> float:
+        """`request_done` with the request metrics."""
+        now = monotonic()
+        m = self._by_key[request.api_key]
+        if m is None:
+            m = self._metrics_of(request)
+        m.record(request, now)
+        if self._request_quota_manager.enabled:
+            self._network_time(request, connection, now)
+        throttle = request.throttle_time_ms
+        return throttle / 1000.0 if throttle > 0 else 0.0
+
+    def _network_time(self, request, connection, now: float) -> None:
+        """The network thread's share of the request quota, as Kafka's recordNetworkThreadTimeCallback."""
+        quota = self.quotas.request
+        if quota.enabled and request.api_key not in EXEMPT_FROM_REQUEST_QUOTA:
+            done = request.remote_done_at or request.local_done_at
+            quota.record_no_throttle(principal_user(connection), request.client_id or "",
+                                     ClientRequestQuotaManager.percentage(int((now - done) * 1e9)))
 
     def _metrics_of(self, request) -> RequestMetrics:
         """The RequestMetrics a request counts under: Fetch by who fetches, the others by API key (cached)."""
-        key = request.api_key
-        if key == FETCH:
-            # "Fetch" is their sum (snapshot)
-            return self._metrics_for("FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer")
-        m = self._metrics_for(request.info.name)
-        if key < 128:
-            self._by_key[key] = m
+        if request.api_key == FETCH:            # "Fetch" is their sum (snapshot)
+            if replica_id_of(request) >= 0:
+                m = self._fetch_follower or self._metrics_for("FetchFollower", request.info.max_version)
+                self._fetch_follower = m
+            else:
+                m = self._fetch_consumer or self._metrics_for("FetchConsumer", request.info.max_version)
+                self._fetch_consumer = m
+            return m
+        m = self._by_key[request.api_key] = self._metrics_for(request.info.name, request.info.max_version)
         return m
 
-    def _metrics_for(self, name: str) -> RequestMetrics:
+    def _metrics_for(self, name: str, max_version: int) -> RequestMetrics:
         m = self.metrics.get(name)
         if m is None:
-            m = self.metrics[name] = RequestMetrics(name)
+            m = self.metrics[name] = RequestMetrics(name, max_version)
         return m
 
     def snapshot(self) -> dict[str, dict]:

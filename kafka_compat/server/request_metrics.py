@@ -5,8 +5,17 @@ histograms of TotalTimeMs split into RequestQueueTimeMs (waiting behind earlier
 requests of the connection), LocalTimeMs (the handler), RemoteTimeMs (waiting
 in a purgatory for replicas or data), ResponseSendTimeMs (encoding and
 writing), plus ThrottleTimeMs. Fetches count under FetchConsumer or
-FetchFollower and under Fetch, as Kafka counts them. One observation per
-request: a bisect into fixed bucket bounds and two additions.
+FetchFollower and under Fetch, as Kafka counts them.
+
+`record` runs for every request, so it does as little as a histogram allows
+(bench/metrics_cost.py --instructions counts what it costs): every histogram
+has exactly one observation per request, so each histogram's count is the
+request count and its first bucket (0.05 ms, where most queue, send, remote
+and throttle times fall) is derived at scrape time as that count less the
+other buckets; a request touches a bucket only above it, and finds a sub-10 ms
+bucket with float comparisons rather than a search. The four phases add up to
+the total, so the total's sum is theirs; a request that did not wait in a
+purgatory or was not throttled adds nothing to those two.
 """
 from __future__ import annotations
 
@@ -16,63 +25,90 @@ from bisect import bisect_left
 BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
               5000.0, 10000.0, 30000.0)
 BUCKETS_S = tuple(b / 1000.0 for b in BUCKETS_MS)   # the same in seconds: timestamps need no scaling
-FIRST_BUCKET_S = BUCKETS_S[0]          # most queue, remote, send and throttle times fall here: no bisect
-FIRST_BUCKET_MS = BUCKETS_MS[0]
 TIMES = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseSendTimeMs",
          "ThrottleTimeMs")
 SLOTS = len(BUCKETS_MS) + 1            # per histogram: its buckets and +Inf
-QUEUE, LOCAL, REMOTE, SEND, THROTTLE = (i * SLOTS for i in range(1, 6))   # offsets into the flat counts
+TOTAL, QUEUE, LOCAL, REMOTE, SEND, THROTTLE = (i * SLOTS for i in range(6))   # offsets into the flat counts
+
+FIRST_S, B1, B2 = BUCKETS_S[:3]
+
+
+def bucket_of(v: float) -> int:
+    """The index of the bucket a time above the first bound (in seconds) falls in: float comparisons for
+    the sub-10 ms buckets, which cost less than a search (or an int() of a scaled time); `record` calls it
+    only for a time past the first bucket."""
+    if v <= 0.0005:
+        return 1 if v <= 0.0001 else 2 if v <= 0.00025 else 3
+    if v <= 0.0025:
+        return 4 if v <= 0.001 else 5
+    if v <= 0.01:
+        return 6 if v <= 0.005 else 7
+    return bisect_left(BUCKETS_S, v)
 
 
 class RequestMetrics:
-    """Counts per version, and per histogram bucket counts (not cumulative: a scrape adds them up) and sums.
+    """Counts per version, per histogram the counts of its buckets above the first (not cumulative: a
+    scrape adds them up) in one flat list (histogram i at i x SLOTS), and the phases' sums in seconds
+    (ThrottleTimeMs's too)."""
+    __slots__ = ("name", "requests", "counts", "queue_s", "local_s", "remote_s", "send_s", "throttle_s")
 
-    The counts of all six histograms are one flat list (histogram i at i x SLOTS), the sums are in
-    seconds (ThrottleTimeMs's too): a request costs no scaling and one index per histogram."""
-    __slots__ = ("name", "requests", "counts", "sums")
-
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_version: int = 127) -> None:
         self.name = name
-        self.requests: dict[int, int] = {}              # version -> count
+        self.requests = [0] * (max_version + 1)         # by version
         self.counts = [0] * (SLOTS * len(TIMES))
-        self.sums = [0.0] * len(TIMES)
+        self.queue_s = self.local_s = self.remote_s = self.send_s = self.throttle_s = 0.0
 
-    def record(self, version: int, received: float, dequeued: float, local: float, remote: float, now: float,
-               throttle_ms: float) -> None:
-        """One request, from its timestamps (time.monotonic()); unrolled: this runs for every request."""
-        requests = self.requests
-        requests[version] = requests.get(version, 0) + 1
-        b, c, sums, first = BUCKETS_S, self.counts, self.sums, FIRST_BUCKET_S
+    def record(self, request, now: float) -> None:
+        """One request whose answer was written at `now`, from the timestamps the RequestChannel put on it
+        (time.monotonic()); remote_done_at 0: a handler that answered at once. Inlined: it runs per request."""
+        self.requests[request.api_version] += 1
+        received, dequeued, local = request.received_at, request.dequeued_at, request.local_done_at
+        c, bucket = self.counts, bucket_of
         v = now - received
-        c[bisect_left(b, v) if v > first else 0] += 1
-        sums[0] += v
+        if v > FIRST_S:
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v))] += 1
         v = dequeued - received
-        c[(bisect_left(b, v) if v > first else 0) + QUEUE] += 1
-        sums[1] += v
+        if v > FIRST_S:
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + QUEUE] += 1
+        self.queue_s += v
         v = local - dequeued
-        c[(bisect_left(b, v) if v > first else 0) + LOCAL] += 1
-        sums[2] += v
-        if remote != local:                     # it waited in a purgatory
+        if v > FIRST_S:
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + LOCAL] += 1
+        self.local_s += v
+        remote = request.remote_done_at
+        if remote:                              # it waited in a purgatory
             v = remote - local
-            c[(bisect_left(b, v) if v > first else 0) + REMOTE] += 1
-            sums[3] += v
-        else:
-            c[REMOTE] += 1
-        v = now - remote
-        c[(bisect_left(b, v) if v > first else 0) + SEND] += 1
-        sums[4] += v
-        if throttle_ms:
-            c[(bisect_left(BUCKETS_MS, throttle_ms) if throttle_ms > FIRST_BUCKET_MS else 0) + THROTTLE] += 1
-            sums[5] += throttle_ms / 1000.0
-        else:
-            c[THROTTLE] += 1
+            if v > FIRST_S:
+                c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + REMOTE] += 1
+            self.remote_s += v
+            local = remote
+        v = now - local
+        if v > FIRST_S:
+            c[(1 if v <= B1 else 2 if v <= B2 else bucket(v)) + SEND] += 1
+        self.send_s += v
+        throttle_ms = request.throttle_time_ms
+        if throttle_ms > 0:
+            self.throttle_ms(throttle_ms)
+
+    def throttle_ms(self, ms: int) -> None:
+        """A throttled request's ThrottleTimeMs (rare: kept out of `record`)."""
+        v = ms / 1000.0
+        if v > FIRST_S:
+            self.counts[bucket_of(v) + THROTTLE] += 1
+        self.throttle_s += v
 
     def snapshot(self) -> dict:
         """Counts by version, and per histogram (bucket counts, sum in ms)."""
+        n = sum(self.requests)
         c = self.counts
-        return {"requests": dict(self.requests),
-                "histograms": {name: (c[i * SLOTS:(i + 1) * SLOTS], total * 1000.0)
-                               for i, (name, total) in enumerate(zip(TIMES, self.sums))}}
+        histograms = {}
+        sums = (self.queue_s + self.local_s + self.remote_s + self.send_s, self.queue_s, self.local_s,
+                self.remote_s, self.send_s, self.throttle_s)
+        for i, (name, total) in enumerate(zip(TIMES, sums)):
+            counts = c[i * SLOTS:(i + 1) * SLOTS]
+            counts[0] = n - sum(counts)         # the first bucket: every request not counted above it
+            histograms[name] = (counts, total * 1000.0)
+        return {"requests": {v: k for v, k in enumerate(self.requests) if k}, "histograms": histograms}
 
     def add(self, other: dict) -> dict:
         """This request type's snapshot plus another's (Fetch is FetchConsumer plus FetchFollower)."""
