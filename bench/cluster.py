@@ -19,7 +19,8 @@ Every comparison runs side by side in one run (the order alternating between rou
                broker since the restart: otherwise the client may still be in its reconnect backoff
                (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms) towards the broker restarted
                a moment before, and controlled shutdown, which may hand leadership to that broker, would be
-               timed together with the client's wait. --failover-kinds picks SIGKILL, SIGTERM or both
+               timed together with the client's wait. --failover-kinds picks SIGKILL, SIGTERM or both;
+               --keep-logs DIR keeps the broker logs of each trial over its target
   scale        N x 1 KiB acks=1 over 4 partitions: two brokers (replication factor 1, partitions spread
                over both) against one broker, aggregate MB/s, with the client's busiest thread
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import threading
@@ -275,7 +277,21 @@ class Acks:
             time.sleep(0.05)
 
 
-def failover(trials: int, kinds: tuple[str, ...] = ("sigkill", "sigterm")) -> dict:
+def keep_logs(cluster: EmbeddedCluster, directory: str | None, name: str) -> None:
+    """Copy every broker's log (all its runs so far) to directory/name-b<i>.log, so a slow trial can be explained
+    after the cluster's data directories are gone."""
+    if directory is None:
+        return
+    os.makedirs(directory, exist_ok=True)
+    for i, broker in enumerate(cluster.brokers):
+        shutil.copyfile(broker.log_path, os.path.join(directory, f"{name}-b{i}.log"))
+    log(f"  kept the broker logs in {directory}/{name}-b*.log")
+
+
+def failover(trials: int, kinds: tuple[str, ...] = ("sigkill", "sigterm"), keep_logs_dir: str | None = None,
+             keep_over: dict | None = None) -> dict:
+    """keep_over: {kind: seconds} over which a trial's broker logs are kept in keep_logs_dir (the targets)."""
+    keep_over = {"sigkill": 8.0, "sigterm": 1.0, **(keep_over or {})}
     kill, term = [], []
     with Cluster(3) as c:
         cluster = c.cluster
@@ -297,6 +313,8 @@ def failover(trials: int, kinds: tuple[str, ...] = ("sigkill", "sigterm")) -> di
                     first = min(a for s, a in producer.acks if s > t0)
                     kill.append(first - t0)
                     log(f"  SIGKILL leader {leader}: next acknowledged produce after {first - t0:.2f} s")
+                    if first - t0 > keep_over["sigkill"]:
+                        keep_logs(cluster, keep_logs_dir, f"sigkill-trial{k + 1}")
                 else:
                     assert cluster.stop(leader) == 0
                     t1 = time.monotonic()
@@ -306,6 +324,8 @@ def failover(trials: int, kinds: tuple[str, ...] = ("sigkill", "sigterm")) -> di
                     term.append(gap)
                     log(f"  SIGTERM leader {leader} (stopped in {t1 - t0:.2f} s): longest time without an "
                         f"acknowledgement {gap:.3f} s (load average {os.getloadavg()[0]:.2f})")
+                    if gap > keep_over["sigterm"]:
+                        keep_logs(cluster, keep_logs_dir, f"sigterm-trial{k + 1}")
                 cluster.start_broker(leader)
                 wait_for_isr(cluster, "failover", 1, 3)
                 wait_for_isr(cluster, BROKERS_TOPIC, 3, 1)
@@ -343,6 +363,10 @@ def main(argv=None) -> int:
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--failover-kinds", nargs="+", default=["sigkill", "sigterm"], choices=["sigkill", "sigterm"])
     ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale"])
+    ap.add_argument("--keep-logs", metavar="DIR", help="failover: copy the broker logs of every trial over its "
+                    "target (SIGTERM gap over 1 s, SIGKILL over 8 s) to DIR")
+    ap.add_argument("--keep-logs-over", type=float, metavar="S", help="with --keep-logs: keep those of every trial "
+                    "over S seconds instead (both kinds)")
     args = ap.parse_args(argv)
     chosen = args.only or ["replication", "e2e", "failover", "scale"]
     values = workloads.values(args.records, KIB)
@@ -351,7 +375,8 @@ def main(argv=None) -> int:
         if name not in chosen:
             continue
         if name == "failover":
-            results[name] = failover(args.trials, tuple(args.failover_kinds))
+            over = None if args.keep_logs_over is None else dict.fromkeys(("sigkill", "sigterm"), args.keep_logs_over)
+            results[name] = failover(args.trials, tuple(args.failover_kinds), args.keep_logs, over)
         else:
             rounds = []
             for r in range(args.rounds):

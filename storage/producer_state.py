@@ -524,6 +524,10 @@ class ProducerStateManager:
         except OSError as exc:
             log.warning("%s: cannot delete producer snapshot at %d: %s", self.name, offset, exc)
 
+    def delete_snapshot(self, offset: int) -> None:
+        """Delete the snapshot at ``offset`` (its file and its entry), if there is one."""
+        self._delete_snapshot(offset)
+
     def delete_snapshots_before(self, offset: int) -> None:
         for snap in [s for s in self._snapshot_offsets if s < offset]:
             self._delete_snapshot(snap)

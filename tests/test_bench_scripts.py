@@ -111,14 +111,19 @@ def test_transactions_bench_writes_what_it_times():
     assert "ratio" in out.stdout
 
 
-def test_cluster_bench_sigterm_failover_scenario():
+def test_cluster_bench_sigterm_failover_scenario(tmp_path):
     """bench/cluster.py's failover plumbing: one SIGTERM trial on three brokers, the producer first delivering to
-    every broker; the gap is measured and no record failed."""
+    every broker; the gap is measured and no record failed; --keep-logs keeps the brokers' logs of a trial over
+    the threshold (here any), the controlled shutdown in them."""
     if zookeeper_missing():
         pytest.skip(zookeeper_missing())
     out = subprocess.run([sys.executable, "bench/cluster.py", "--only", "failover", "--failover-kinds", "sigterm",
-                          "--trials", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          "--trials", "1", "--keep-logs", str(tmp_path), "--keep-logs-over", "0"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     (failover,) = _json_lines(out.stdout)
     assert failover["scenario"] == "failover" and len(failover["sigterm_gap_s"]) == 1
     assert "sigkill_s" not in failover and failover["sigterm_gap_s"][0] > 0
+    assert sorted(os.listdir(tmp_path)) == [f"sigterm-trial1-b{i}.log" for i in range(3)]
+    kept = "".join((tmp_path / f"sigterm-trial1-b{i}.log").read_text() for i in range(3))
+    assert "controlled shutdown succeeded" in kept

@@ -345,7 +345,9 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_server, chroot):
     """Once the controller says nothing is left to move, the broker still answers until the LeaderAndIsr and
     UpdateMetadata moving its replicated partition are here: an acks=all produce waiting on it hears
-    NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed."""
+    NOT_LEADER_OR_FOLLOWER (and the client refreshes its metadata) instead of finding the connection closed.
+    Made a follower meanwhile, it does not fetch from the new leader: caught up, it would be proposed for the
+    ISR and hold the new leader's high watermark until the controller refused it."""
     async def scenario():
         fake, server, b = await shutting_down_broker(tmp_path, zk_server, chroot)
         epoch = b.registration.epoch
@@ -361,6 +363,7 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
         partition = b.replica_manager.get_partition("t", 0)
         await until(lambda: partition.log_end_offset == 2, what="the acks=all record to be appended")
         await played.lead_here(epoch, leader_epoch=1, leader=9, replicas=[0, 9])
+        fetchers = dict(b.replica_manager.fetcher_manager.fetchers)     # the leader's address is known
         moved = await asyncio.wait_for(waiting, 30)
         try:            # if the LeaderAndIsr already moved it in the broker's metadata, it may be gone
             await played.update_metadata(epoch, extra_brokers=other, leader=9, replicas=[0, 9])
@@ -368,9 +371,42 @@ def test_controlled_shutdown_serves_until_the_leadership_has_moved(tmp_path, zk_
             pass
         await asyncio.wait_for(stopping, 30)
         server.close()
-        return as_leader, moved
+        return as_leader, moved, fetchers
 
-    assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert run(scenario()) == (ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, {})
+
+
+def test_not_leader_answers_name_the_new_leader_and_its_address(tmp_path, zk_server, chroot):
+    """KIP-951: from Produce v10 a NOT_LEADER_OR_FOLLOWER answer carries the leader this broker knows
+    (CurrentLeader) and its address on the request's listener (NodeEndpoints), so a client moves to it
+    without a metadata round trip, which is what lets a controlled shutdown hand over without a pause."""
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot) as (b, played):
+            epoch = b.registration.epoch
+            other = [(9, 19092)]
+            await played.update_metadata(epoch, extra_brokers=other, leader=9, replicas=[0, 9])
+            assert await played.lead_here(epoch, leader_epoch=3, leader=9, replicas=[0, 9]) == ErrorCode.NONE
+            return {v: await produce_response(b, b"x", v) for v in (9, 10, 13)}
+
+    answers = run(scenario())
+    for v in (10, 13):
+        part = answers[v].responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (9, 3)
+        assert [(n.node_id, n.host, n.port) for n in answers[v].node_endpoints] == [(9, "127.0.0.1", 19092)]
+    old = answers[9].responses[0].partition_responses[0]
+    assert old.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and old.current_leader.leader_id == -1
+    assert answers[9].node_endpoints == []
+
+
+async def produce_response(broker: Broker, value: bytes, version: int):
+    c = await AsyncWireClient.connect("127.0.0.1", broker.bound[0].port)
+    try:
+        data = ProduceRequest.TopicProduceData(name="t", topic_id=TOPIC_ID, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=build_batch([(None, value, [], 1)]))])
+        return await c.call(0, version, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[data]))
+    finally:
+        await c.close()
 
 
 # ---------------------------------------------------------------- topic configs

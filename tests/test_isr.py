@@ -231,13 +231,34 @@ def test_acks_all_waiting_on_a_refused_expansion_completes_with_the_committed_is
     assert run(tmp_path, scenario) == (((LEADER, FOLLOWER), 0, True), ErrorCode.NONE, (LEADER,), 1)
 
 
-def test_acks_all_held_by_a_caught_up_replica_completes_when_it_leaves_the_live_brokers(tmp_path):
-    """A caught-up follower outside the ISR holds the high watermark while it is alive (it is about to join);
-    the UpdateMetadata that drops it from the live brokers lets acks=-1 complete with the ISR alone."""
+def test_a_replica_refused_as_ineligible_stops_holding_the_high_watermark_while_still_alive(tmp_path):
+    """A broker in controlled shutdown keeps fetching from its successor for a moment, is caught up, proposed,
+    and refused (INELIGIBLE_REPLICA); then its fetchers stop. It is still among the live brokers until its
+    ZooKeeper session ends and the controller says so, but it will not join: acks=-1 is answered at the
+    refusal, not once the UpdateMetadata dropping it arrives (that wait was the SIGTERM bench's 0.4 s gaps)."""
     async def scenario(c):
         c.lead(LEADER, 0, isr=(LEADER,), to=[LEADER])
         p = c[LEADER].partition()
         c.controller.partition_error = ErrorCode.INELIGIBLE_REPLICA
+        c.controller.reachable = False                 # the refusal will come after the produce
+        follower_fetch(c[LEADER], 0, 0)
+        waiting = c[LEADER].produce(-1, batch(b"a"), timeout_ms=60_000)
+        held = (p.maximal_isr, p.high_watermark, isinstance(waiting, asyncio.Future) and not waiting.done())
+        c.controller.reachable = True
+        result = await asyncio.wait_for(waiting, 10)
+        return held, result[0].error_code, p.isr, p.high_watermark, c[LEADER].cache.is_alive(FOLLOWER)
+
+    assert run(tmp_path, scenario) == (((LEADER, FOLLOWER), 0, True), ErrorCode.NONE, (LEADER,), 1, True)
+
+
+def test_acks_all_held_by_a_caught_up_replica_completes_when_it_leaves_the_live_brokers(tmp_path):
+    """A caught-up follower outside the ISR holds the high watermark while it is alive (it is about to join:
+    here the controller did not get to its expansion); the UpdateMetadata that drops it from the live brokers
+    lets acks=-1 complete with the ISR alone."""
+    async def scenario(c):
+        c.lead(LEADER, 0, isr=(LEADER,), to=[LEADER])
+        p = c[LEADER].partition()
+        c.controller.partition_error = ErrorCode.OPERATION_NOT_ATTEMPTED
         follower_fetch(c[LEADER], 0, 0)
         await until(lambda: p.pending_isr is None, what="the refusal")
         waiting = c[LEADER].produce(-1, batch(b"a"), timeout_ms=60_000)

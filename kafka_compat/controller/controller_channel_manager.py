@@ -18,6 +18,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -92,8 +93,14 @@ class _RequestSendThread:
         while not self._stopped.is_set():
             future = None
             try:
+                started = time.monotonic()
+                log.debug("controller: sending API %d to broker %d (%d queued behind)", item.api_key, self.broker.id,
+                          self.queue.qsize())
                 future = self._send(self.broker, item.api_key, item.api_version, item.body)
-                return future.result(timeout=self._timeout)
+                response = future.result(timeout=self._timeout)
+                log.debug("controller: broker %d answered API %d in %.3f s", self.broker.id, item.api_key,
+                          time.monotonic() - started)
+                return response
             except Exception as e:
                 if future is not None:
                     future.cancel()
@@ -126,9 +133,13 @@ class ControllerChannelManager:
     def idle(self) -> bool:
         """Every queued request answered: a controller shutting down its own broker waits for this, so that
         the UpdateMetadata naming the new leaders reaches every broker before it resigns."""
+        return not self.busy_brokers()
+
+    def busy_brokers(self) -> list[int]:
+        """The brokers with a request queued or not yet answered."""
         with self._lock:
-            senders = list(self._brokers.values())
-        return all(sender.idle for sender in senders)
+            senders = list(self._brokers.items())
+        return [broker_id for broker_id, sender in senders if not sender.idle]
 
     def add_broker(self, broker: BrokerInfo) -> None:
         with self._lock:

@@ -734,6 +734,7 @@ class Broker:
         """Kafka's controlledShutdown: ask the controller to move every partition this broker leads, until
         none remains, controlled.shutdown.max.retries times with controlled.shutdown.retry.backoff.ms between."""
         cfg = self.config
+        self.replica_manager.stopping = True
         retries = cfg["controlled.shutdown.max.retries"]
         while retries > 0:
             retries -= 1
@@ -764,9 +765,17 @@ class Broker:
         partitions away: clients still sending here then get NOT_LEADER_OR_FOLLOWER and metadata naming the
         new leaders, and move at once, instead of a closed connection and their reconnect backoff."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        started = loop.time()
+        deadline = started + timeout_s
         while self._leadership_moving() and loop.time() < deadline:
             await asyncio.sleep(0.01)
+        if self._leadership_moving():
+            busy = getattr(getattr(self.zk_controller, "channel", None), "busy_brokers", list)()
+            log.warning("controlled shutdown: leadership not moved after %.1f s (still led here: %s; controller "
+                        "requests unanswered by brokers %s)", timeout_s, self.replica_manager.leadership_to_move(),
+                        busy)
+        else:
+            log.info("controlled shutdown: leadership moved after %.3f s", loop.time() - started)
 
     def _leadership_moving(self) -> bool:
         """Our partitions are still led here, or (as the controller) the requests that moved them are still on

@@ -119,6 +119,7 @@ class ControlRequestsApi:
     @handles(4)
     def handle_leader_and_isr(self, request):
         req, v = request.body, request.api_version
+        log.debug("leader_and_isr from controller %d (epoch %d)", req.controller_id, req.controller_epoch)
         if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
             return self._leader_and_isr_error(req, v, DENIED)
         if self._refused(request, 2):
@@ -185,6 +186,7 @@ class ControlRequestsApi:
     @handles(6)
     def handle_update_metadata(self, request):
         req, v = request.body, request.api_version
+        log.debug("update_metadata from controller %d (epoch %d)", req.controller_id, req.controller_epoch)
         if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
             return UpdateMetadataResponse(error_code=DENIED)
         if self._refused(request, 5):
@@ -233,6 +235,7 @@ class ControlRequestsApi:
     @handles(5)
     def handle_stop_replica(self, request):
         req, v = request.body, request.api_version
+        log.debug("stop_replica from controller %d (epoch %d)", req.controller_id, req.controller_epoch)
         entries = self._stop_replica_entries(req, v)
         if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
             return self._stop_replica_response(DENIED, {(t, i): DENIED for t, i, _, _ in entries})

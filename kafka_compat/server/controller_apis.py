@@ -13,6 +13,7 @@ Authorization comes first, as in Kafka: CLUSTER_ACTION on the cluster for the br
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from ..controller.kafka_controller import KafkaController
 from ..protocol.errors import ErrorCode, KafkaError
@@ -26,6 +27,8 @@ from .auth_helper import ALTER, CLUSTER_ACTION, DESCRIBE, NO_AUTHORIZER, AuthHel
 from .elect_leaders import PREFERRED, UNCLEAN, denied_response, election_type, unknown_election_type_response
 from .metadata_cache import MetadataCache
 from .registry import handles
+
+log = logging.getLogger(__name__)
 
 MOVES_DELIVERED_WAIT_S = 3.0
 
@@ -68,6 +71,9 @@ class ControlledShutdownApi:
         deadline = loop.time() + MOVES_DELIVERED_WAIT_S
         while self.controller.requests_in_flight() and loop.time() < deadline:
             await asyncio.sleep(0.005)
+        if self.controller.requests_in_flight():
+            log.warning("controlled shutdown of broker %d answered with requests still unanswered by brokers %s",
+                        req.broker_id, self.controller.channel.busy_brokers())
         return ControlledShutdownResponse(error_code=ErrorCode.NONE, remaining_partitions=[
             ControlledShutdownResponse.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition)
             for tp in remaining])

@@ -68,6 +68,7 @@ class ReplicaState:
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time_ms: int = 0
     broker_epoch: int = -1
+    refused: bool = False       # the controller's last answer on adding it was INELIGIBLE_REPLICA
 
     def is_caught_up(self, leader_end_offset: int, now: int, max_lag_ms: int) -> bool:
         """At the leader's end, or there within the last replica.lag.time.max.ms."""
@@ -326,8 +327,8 @@ class Partition:
             if broker_id not in maximal:
                 if now is None:
                     now = self.clock()
-                if not (replica.is_caught_up(leader_end, now, self.replica_lag_time_max_ms)
-                        and self.is_broker_alive(broker_id)):
+                if (replica.refused or not replica.is_caught_up(leader_end, now, self.replica_lag_time_max_ms)
+                        or not self.is_broker_alive(broker_id)):
                     continue
             new_hw = replica.log_end_offset
         return log.maybe_increment_high_watermark(new_hw) is not None
@@ -409,8 +410,14 @@ class Partition:
                 logger.info("%s-%d: controller refused ISR %s (%s); back to %s", self.topic, self.index,
                          list(change.new_isr), ErrorCode(code).name, list(change.committed_isr))
                 self.pending_isr = None
-                # a refused expansion leaves the maximal ISR: the high watermark stopped waiting for that
-                # replica (a broker in controlled shutdown, typically), and no fetch may come to move it
+                # a refused expansion leaves the maximal ISR, and an ineligible replica (a broker in controlled
+                # shutdown, typically: KRaft's isReplicaIsrEligible) no longer counts as about to join either:
+                # the high watermark stops waiting for it now, not once it has left the live brokers, and no
+                # fetch of its may come to move it (its fetchers are stopping)
+                if code == ErrorCode.INELIGIBLE_REPLICA:
+                    for broker_id in set(change.new_isr) - set(change.committed_isr):
+                        if (replica := self.remote_replicas.get(broker_id)) is not None:
+                            replica.refused = True
                 if self.maybe_increment_leader_hw():
                     self.on_high_watermark_moved(self.key)
             elif code in _ALTER_AWAIT_METADATA:
@@ -429,6 +436,9 @@ class Partition:
         self.isr = tuple(isr)
         self.partition_epoch = partition_epoch
         self.pending_isr = None
+        for broker_id in self.isr:
+            if (replica := self.remote_replicas.get(broker_id)) is not None:
+                replica.refused = False
         logger.info("%s-%d: ISR is now %s (partition epoch %d)", self.topic, self.index, list(self.isr),
                  partition_epoch)
         if self.maybe_increment_leader_hw():

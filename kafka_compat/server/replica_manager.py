@@ -119,6 +119,9 @@ class ReplicaManager:
         self.fetcher_manager: ReplicaFetcherManager | None = (
             fetcher_manager_factory(self) if fetcher_manager_factory is not None else None)
         self._awaiting_leader: set[tuple[str, int]] = set()    # followers whose leader has no known address yet
+        # in a controlled shutdown: a follower made now does not fetch (it would be proposed for the new leader's
+        # ISR and hold its high watermark until the controller refused it)
+        self.stopping = False
         self.fenced = False               # leadership suspended (ZooKeeper session in doubt or lost)
         self._isr_expiration: asyncio.TimerHandle | None = None
         self.log_dir_failure_channel = log_dir_failure_channel
@@ -400,7 +403,7 @@ class ReplicaManager:
 
     def maybe_start_fetchers(self) -> None:
         """Start fetching for followers whose leader's address is now known (after UpdateMetadata)."""
-        if self.fetcher_manager is None or not self._awaiting_leader:
+        if self.fetcher_manager is None or not self._awaiting_leader or self.stopping:
             return
         ready = {}
         for key in list(self._awaiting_leader):

@@ -8,6 +8,7 @@ import time
 import crc32c
 import pytest
 from construct import Int16sb, Int32sb, Int32ub, Int64sb, PrefixedArray, Struct
+from kafka_compat.storage import unified_log
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
 from kafka_compat.storage.log_offset_metadata import LogOffsetMetadata
@@ -346,6 +347,26 @@ def test_truncation_reloads_the_state_before_the_truncation_point(make_log):
     assert 8 not in producers and producers[7].last_seq == 5
     assert error_of(lg.append_as_leader, idem(2, seq=8), 0) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert lg.append_as_leader(idem(2, seq=6), 0).first_offset == 6
+
+
+def test_a_follower_truncation_reloads_a_snapshot_near_the_log_end_not_the_segment_base(make_log):
+    """The producer state is also snapshotted every PRODUCER_SNAPSHOT_INTERVAL offsets (the last two kept): a
+    follower truncating its uncommitted tail then replays a few thousand batches, not the whole segment (which
+    on a loaded machine held the event loop for seconds during a controlled shutdown's failover)."""
+    lg = make_log()
+    interval = unified_log.PRODUCER_SNAPSHOT_INTERVAL
+    for seq in range(0, 4 * interval + 50, 50):
+        lg.append_as_follower(bytearray(build_batch([(b"k", b"v", (), TS)] * 50, base_offset=seq, producer_id=7,
+                                                    producer_epoch=0, base_sequence=seq, partition_leader_epoch=0)))
+    end = lg.log_end_offset
+    kept = snapshots(lg)
+    assert len(kept) == 2 and end - interval <= kept[-1] <= end and kept[0] < kept[-1] - interval // 2
+    assert lg.active_segment.base_offset == 0                 # one segment: before, the replay ran from 0
+    lg.truncate_to(end - 100)                                  # the uncommitted tail: two batches
+    assert snapshots(lg) == [s for s in kept if s <= end - 100]
+    assert lg.producer_state_manager.producers[7].last_data_offset == end - 101
+    assert lg.append_as_leader(idem(50, seq=end - 150), 0).duplicate
+    assert lg.append_as_leader(idem(50, seq=end - 100), 0).first_offset == end - 100
 
 
 # -- expiry -------------------------------------------------------------------------------------
