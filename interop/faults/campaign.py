@@ -46,7 +46,7 @@ KINDS = ("pause-broker", "pause-zookeeper", "partition-brokers", "isolate-zookee
 
 SETTINGS = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": SESSION_MS,
             "replica.lag.time.max.ms": 6000, "group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": False,
-            "offsets.topic.num.partitions": 3, "log.retention.check.interval.ms": 20000}
+            "offsets.topic.num.partitions": 3, "log.retention.check.interval.ms": 5000}
 # small segments, so that a filled disk is felt soon (each segment reserves its blocks ahead, up to its
 # size), and retention, so that a long campaign does not fill DISK_BROKER's small disk by itself
 TOPIC_CONFIG = {"segment.bytes": str(1 << 20), "retention.bytes": str(12 << 20)}
