@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     if args.json:
         r = result.report
         with open(args.json, "w") as f:
-            json.dump({"seed": args.seed, "faults": result.faults, "seconds": round(result.seconds),
+            json.dump({"seed": args.seed, "faults": result.faults, "stuck": result.stuck, "seconds": round(result.seconds),
                        "acknowledged": r.acked, "reads": r.read, "load_average": os.getloadavg(),
                        "restarts_after_full_disk": result.restarts_after_full_disk,
                        "produce_errors": len(result.produce_errors),

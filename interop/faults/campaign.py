@@ -71,15 +71,17 @@ class CampaignResult:
     restarts_after_full_disk: int = 0
     seconds: float = 0.0
     produce_errors: list = dataclasses.field(default_factory=list)
+    stuck: str | None = None           # why the campaign stopped early: the cluster never became whole again
 
     def summary(self) -> str:
         kinds = ", ".join(f"{k} {n} ({self.effects[k]} with effect)" for k, n in self.faults.items())
         return (f"{sum(self.faults.values())} faults ({kinds}) in {self.seconds:.0f}s; {self.report.summary()}; "
-                f"produce errors {len(self.produce_errors)}; restarts after a full disk {self.restarts_after_full_disk}")
+                f"produce errors {len(self.produce_errors)}; restarts after a full disk {self.restarts_after_full_disk}"
+                + (f"; STOPPED EARLY: {self.stuck}" if self.stuck else ""))
 
     @property
     def ok(self) -> bool:
-        return self.report.ok and not self.produce_errors
+        return self.report.ok and not self.produce_errors and self.stuck is None
 
 
 def value_of(msg) -> str:
@@ -399,6 +401,7 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
     done = {k: 0 for k in counts}
     effects = {k: 0 for k in counts}
     started = time.monotonic()
+    stuck = None
     with make_cluster(data_dir) as cluster:
         _create_topic(cluster)
         campaign = Campaign(cluster, seed, log)
@@ -414,15 +417,21 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
                     break
                 t = time.monotonic()
                 what, seen = campaign.inject(kind)
-                campaign.wait_whole()
+                try:
+                    campaign.wait_whole()
+                except TimeoutError as e:     # a failure of its own; the history is still checked below
+                    stuck = f"after fault {i + 1} ({what}): {e}"
+                    log(f"[{i + 1}/{len(plan)}] {what}; STUCK: {e}")
+                    break
                 done[kind] += 1
                 effects[kind] += seen
                 log(f"[{i + 1}/{len(plan)}] {what}; {'effect seen' if seen else 'NO EFFECT SEEN'}; "
                     f"whole again after {time.monotonic() - t:.1f}s; "
                     f"{producers.acked} acknowledged so far"
                     + (f"; FATAL producer errors so far: {producers.fatal}" if producers.fatal else ""))
-            before = producers.acked
-            cluster.wait_until(lambda: producers.acked > before + 50, WAIT, "writes after the last fault")
+            if stuck is None:
+                before = producers.acked
+                cluster.wait_until(lambda: producers.acked > before + 50, WAIT, "writes after the last fault")
         finally:
             outstanding = producers.finish()
             reader.close()
@@ -439,7 +448,7 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
         history.dump(history_path)
     report = check(history, read_all=True)
     return CampaignResult(done, effects, report, campaign.restarts_after_full_disk, time.monotonic() - started,
-                          producers.errors)
+                          producers.errors, stuck)
 
 
 def _create_topic(cluster: EmbeddedCluster) -> None:
