@@ -676,3 +676,24 @@ def test_controller_metrics_count_the_active_controller_offline_and_imbalanced_p
     assert (standby.metrics.active_controller_count, standby.metrics.offline_partitions_count) == (0, 0)
     active.shutdown()
     assert (active.metrics.active_controller_count, active.metrics.offline_partitions_count) == (0, 0)
+
+
+def test_a_late_session_expiry_gives_up_a_controllership_the_new_session_won(cluster):
+    """Kazoo may report LOST after an event of the new session won /controller. The Expire then empties the
+    context; the controllership must go with it, or the next reelection adopts /controller with epoch 0 and
+    every broker refuses its requests (seen in a fault campaign: no metadata for a restarted broker)."""
+    first = cluster.start(1)
+    assert cluster.active() is first
+    second = cluster.start(2)
+    cluster.create_topic("t", {0: [1, 2]})
+    cluster.wait_state("t", 0, leader=1)
+    first.controller._on_zk_state("LOST")           # what kazoo delivers, in this order, for an expiry
+    first.controller._on_zk_state("CONNECTED")
+    def elected_again():
+        epoch = int(cluster.get("/controller_epoch")[0])
+        return epoch >= 2 and next((n for n in (first, second) if n.controller.is_active
+                                    and n.controller.epoch == epoch), None)
+    active = wait_until(elected_again, what="a new election, won by a controller that knows its epoch")
+    told = wait_until(lambda: second.fake.requests(UPDATE_METADATA, controller_epoch=active.controller.epoch),
+                      what="UpdateMetadata of the active controller's epoch")
+    assert sorted(b.id for b in told[-1].body.live_brokers) == [1, 2]

@@ -303,8 +303,18 @@ class KafkaController:
         self._elect()
 
     def _process_expire(self) -> None:
+        # The new session may already have won /controller in an event processed before this one (the
+        # expiry reached us late). Resigning empties our context, so that controllership is given up too:
+        # otherwise the next reelection finds /controller naming us and acts with an empty epoch-0 context.
+        epoch_zk_version = self.context.epoch_zk_version
+        ours = self.is_active and self._current_controller_id() == self.broker_id
         self.active_controller_id = -1
         self._on_controller_resignation()
+        if ours:
+            try:
+                self.zk.delete_controller(epoch_zk_version)
+            except ControllerMovedError:
+                pass
         self._update_metrics()
 
     def _process_register_broker_and_reelect(self) -> None:
