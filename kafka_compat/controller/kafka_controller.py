@@ -307,7 +307,10 @@ class KafkaController:
         # expiry reached us late). Resigning empties our context, so that controllership is given up too:
         # otherwise the next reelection finds /controller naming us and acts with an empty epoch-0 context.
         epoch_zk_version = self.context.epoch_zk_version
-        ours = self.is_active and self._current_controller_id() == self.broker_id
+        try:
+            ours = self.is_active and self._current_controller_id() == self.broker_id
+        except Exception:       # no session yet: the old session's /controller is gone with it
+            ours = False
         self.active_controller_id = -1
         self._on_controller_resignation()
         if ours:
