@@ -16,6 +16,10 @@ promised and did not get:
   or was never committed;
 - phantom: a value nobody sent.
 
+Given the partitions' log start offsets at the end, an acknowledged record below
+one that no consumer read is `unverified`, not lost: retention deleted it before
+anyone looked, so the history cannot tell; a history with any is not `ok`.
+
 Events are plain tuples kept in memory (appending is thread-safe in CPython, so
 delivery callbacks on client threads may log directly) and can be saved as JSON
 lines for a later look.
@@ -86,22 +90,25 @@ class Report:
     reordered: list = field(default_factory=list)         # (partition, earlier value, later value)
     aborted_reads: list = field(default_factory=list)     # (value, txn, consumer)
     phantom: list = field(default_factory=list)           # (partition, offset, value)
+    unverified: list = field(default_factory=list)        # (value, partition, offset): deleted unread
 
     ANOMALIES = ("lost", "duplicates", "divergent", "offset_mismatch", "reordered", "aborted_reads", "phantom")
 
     @property
     def ok(self) -> bool:
-        return not any(getattr(self, name) for name in self.ANOMALIES)
+        return not any(getattr(self, name) for name in self.ANOMALIES) and not self.unverified
 
     def summary(self) -> str:
         counts = ", ".join(f"{name} {len(getattr(self, name))}" for name in self.ANOMALIES)
-        return f"{self.acked} acknowledged, {self.read} reads: {counts}"
+        return (f"{self.acked} acknowledged, {self.read} reads: {counts}"
+                + (f"; unverified {len(self.unverified)}" if self.unverified else ""))
 
 
-def check(history: History, *, read_all: bool = True) -> Report:
+def check(history: History, *, read_all: bool = True, log_start: dict[int, int] | None = None) -> Report:
     """Check a history. ``read_all``: the consumers were meant to read every acknowledged record
     (they ran until caught up), so one never read is lost; otherwise only records below an offset
-    some consumer read in that partition count."""
+    some consumer read in that partition count. ``log_start``: per partition, the log start offset
+    at the end; an unread record below it, past every offset read there, is unverified."""
     sends: dict[str, tuple] = {}                       # value -> (producer, seq, txn)
     acks: dict[str, tuple[int, int]] = {}
     committed: set[str] = set()
@@ -145,13 +152,23 @@ def check(history: History, *, read_all: bool = True) -> Report:
         if ack is not None and ack not in places and not (ack[1] is None and any(p == ack[0] for p, _ in places)):
             report.offset_mismatch.append((value, ack, sorted(places)[0]))
 
+    spans = _spans(reads) if log_start else {}
     for value, (partition, offset) in acks.items():
         txn = sends.get(value, (None, None, None))[2]
         if value in stored or (txn is not None and txn not in committed):
             continue                    # aborted or never committed: nothing was promised
-        if read_all or (offset is not None and offset < furthest.get(partition, -1)):
+        if log_start and offset is not None and offset < log_start.get(partition, 0) and not any(
+                first < offset < last for first, last in spans.get(partition, ())):
+            report.unverified.append((value, partition, offset))
+        elif read_all or (offset is not None and offset < furthest.get(partition, -1)):
             report.lost.append((value, partition, offset))
+    # acknowledged without an offset (a client may infer success from a later batch): unverified
+    # where the partition has records deleted unread, as it may have been one of them
+    holes = {partition for _, partition, _ in report.unverified}
+    report.unverified += [x for x in report.lost if x[2] is None and x[1] in holes]
+    report.lost = [x for x in report.lost if not (x[2] is None and x[1] in holes)]
     report.lost.sort(key=lambda x: (x[1], -1 if x[2] is None else x[2]))
+    report.unverified.sort(key=lambda x: (x[1], -1 if x[2] is None else x[2]))
 
     # reordering: per partition, in offset order, each producer's sequence numbers must rise
     by_partition: dict[int, list[tuple[int, str]]] = {}
@@ -171,3 +188,19 @@ def check(history: History, *, read_all: bool = True) -> Report:
             if prev is None or seq > prev[0]:
                 last[producer] = (seq, value)
     return report
+
+
+def _spans(reads: list[tuple]) -> dict[int, list[tuple[int, int]]]:
+    """Per partition, the (first, last) offsets of each run a consumer read in rising order: an
+    offset strictly inside one was passed over, so a record there that nobody read was not there."""
+    runs: dict[tuple[str, int], list[list[int]]] = {}
+    for consumer, partition, offset, _ in reads:
+        mine = runs.setdefault((consumer, partition), [])
+        if mine and offset > mine[-1][1]:
+            mine[-1][1] = offset
+        else:
+            mine.append([offset, offset])
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for (_, partition), mine in runs.items():
+        spans.setdefault(partition, []).extend((a, b) for a, b in mine if b > a + 1)
+    return spans

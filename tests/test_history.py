@@ -143,3 +143,23 @@ def test_an_acknowledgement_without_an_offset_checks_the_partition_only():
     h.send("p", "unread")
     h.ack("unread", 0, None)
     assert check(h).lost == [("unread", 0, None)] and check(h, read_all=False).lost == []
+
+
+def test_records_retention_deleted_before_anyone_read_them_are_unverified_not_lost():
+    """A reader read 0..2 and stopped; retention then moved the log start to 6 and a second reader
+    read 6..7: 3..5 are unverified. A record a reader passed over stays lost, deleted or not."""
+    h = History()
+    for i in range(8):
+        h.send("p", f"v{i}")
+        h.ack(f"v{i}", 0, i)
+    for i in (0, 2):                 # v1 skipped by a reader that went on past it
+        h.read("live", 0, i, f"v{i}")
+    for i in (6, 7):
+        h.read("final", 0, i, f"v{i}")
+    h.send("p", "implied")           # acknowledged without an offset: it may lie in the hole
+    h.ack("implied", 0, None)
+    r = check(h, log_start={0: 6})
+    assert [x[0] for x in r.unverified] == ["implied", "v3", "v4", "v5"]
+    assert r.lost == [("v1", 0, 1)]
+    assert not r.ok and "unverified 4" in r.summary()
+    assert [x[0] for x in check(h).lost] == ["implied", "v1", "v3", "v4", "v5"]     # without log starts all are lost

@@ -43,6 +43,7 @@ def main(argv=None) -> int:
                        "restarts_after_full_disk": result.restarts_after_full_disk,
                        "produce_errors": len(result.produce_errors),
                        **{name: len(getattr(r, name)) for name in r.ANOMALIES},
+                       "unverified": len(r.unverified), "stalls": result.stalls,
                        "examples": {name: getattr(r, name)[:10] for name in r.ANOMALIES if getattr(r, name)}},
                       f, indent=1)
     return 0 if result.ok else 1

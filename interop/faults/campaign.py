@@ -42,6 +42,7 @@ DISK_BROKER = 2
 DISK_BYTES = 96 << 20
 SESSION_MS = 4000
 WAIT = 120.0
+STALL = 60.0        # seconds without progress after which a client counts as stalled
 KINDS = ("pause-broker", "pause-zookeeper", "partition-brokers", "isolate-zookeeper", "full-disk", "slow-disk", "kill")
 
 SETTINGS = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": SESSION_MS,
@@ -72,16 +73,18 @@ class CampaignResult:
     seconds: float = 0.0
     produce_errors: list = dataclasses.field(default_factory=list)
     stuck: str | None = None           # why the campaign stopped early: the cluster never became whole again
+    stalls: list = dataclasses.field(default_factory=list)    # clients renewed after making no progress
 
     def summary(self) -> str:
         kinds = ", ".join(f"{k} {n} ({self.effects[k]} with effect)" for k, n in self.faults.items())
         return (f"{sum(self.faults.values())} faults ({kinds}) in {self.seconds:.0f}s; {self.report.summary()}; "
                 f"produce errors {len(self.produce_errors)}; restarts after a full disk {self.restarts_after_full_disk}"
+                + (f"; clients renewed after stalling {len(self.stalls)}" if self.stalls else "")
                 + (f"; STOPPED EARLY: {self.stuck}" if self.stuck else ""))
 
     @property
     def ok(self) -> bool:
-        return self.report.ok and not self.produce_errors and self.stuck is None
+        return self.report.ok and not self.produce_errors and self.stuck is None and not self.stalls
 
 
 def value_of(msg) -> str:
@@ -105,6 +108,9 @@ class Producers:
         self.producers = [ck.Producer(self.config) for _ in range(count)]
         self.retired: list = []                 # producers a fatal error ended, flushed at the end too
         self.fatal: list[str] = []              # those fatal errors
+        self.names = [f"p{i}" for i in range(count)]
+        self.last_ack = [time.monotonic()] * count     # when each producer's current generation last had one
+        self.renew = [False] * count
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(count)]
 
     def start(self) -> None:
@@ -115,6 +121,9 @@ class Producers:
         value = value_of(msg)
         if err is None:
             self.history.ack(value, msg.partition(), msg.offset())
+            i = int(value[1:].split("-", 1)[0].split(".", 1)[0])
+            if value.startswith(self.names[i] + "-"):
+                self.last_ack[i] = time.monotonic()
         else:
             self.errors.append((value, str(err)))
             self.history.fail(value, str(err))
@@ -122,21 +131,30 @@ class Producers:
     def _run(self, i: int) -> None:
         generation = 0
         while not self.stop.is_set():
+            self.names[i] = f"p{i}" if not generation else f"p{i}.{generation}"
+            self.last_ack[i] = time.monotonic()
             try:
-                self._produce(i, f"p{i}" if not generation else f"p{i}.{generation}")
+                self._produce(i, self.names[i])
             except self.ck.KafkaException as e:
                 # a fatal error (the idempotent producer cannot go on): counted as a produce error; a new
                 # producer (a new producer id, new values) carries on so the campaign still checks the rest
                 self.fatal.append(str(e))
                 self.errors.append((f"p{i}", str(e)))
-                self.retired.append(self.producers[i])
-                self.producers[i] = self.ck.Producer(self.config)
-                generation += 1
+            if self.stop.is_set():
+                break
+            self.retired.append(self.producers[i])
+            self.producers[i] = self.ck.Producer(self.config)
+            generation += 1
+
+    def stalled(self, seconds: float) -> list[int]:
+        """The producers without an acknowledgement for ``seconds`` while another had one since."""
+        now, newest = time.monotonic(), max(self.last_ack)
+        return [i for i, t in enumerate(self.last_ack) if now - t > seconds and newest > t and not self.renew[i]]
 
     def _produce(self, i: int, name: str) -> None:
         producer, n = self.producers[i], 0
         pause = 1.0 / self.rate
-        while not self.stop.is_set():
+        while not self.stop.is_set() and not self.renew[i]:
             value = f"{name}-{n}"
             try:
                 producer.produce(TOPIC, value.encode() + self.padding, partition=n % PARTITIONS, on_delivery=self._delivered)
@@ -146,6 +164,7 @@ class Producers:
             self.history.send(name, value)       # after produce: a BufferError sent nothing
             n += 1
             producer.poll(pause)
+        self.renew[i] = False        # renewed (what it still holds is flushed at the end)
 
     @property
     def acked(self) -> int:
@@ -162,7 +181,7 @@ class Producers:
 class Reader:
     """A consumer reading every partition from the beginning (read_committed), logging each read."""
 
-    def __init__(self, bootstrap: str, history: History, name: str):
+    def __init__(self, bootstrap: str, history: History, name: str, start: dict[int, int] | None = None):
         import confluent_kafka as ck
         self.ck = ck
         self.history = history
@@ -170,8 +189,10 @@ class Reader:
         self.consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"{name}-{time.monotonic_ns()}",
                                      "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
                                      "isolation.level": "read_committed", "log_level": 3})
-        self.consumer.assign([ck.TopicPartition(TOPIC, p, ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        self.next = {p: 0 for p in range(PARTITIONS)}
+        start = start or {}
+        self.consumer.assign([ck.TopicPartition(TOPIC, p, start.get(p, ck.OFFSET_BEGINNING)) for p in range(PARTITIONS)])
+        self.next = {p: start.get(p, 0) for p in range(PARTITIONS)}
+        self.progress = time.monotonic()         # when it last read a record
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -181,6 +202,7 @@ class Reader:
                 continue
             self.history.read(self.name, m.partition(), m.offset(), value_of(m))
             self.next[m.partition()] = m.offset() + 1
+            self.progress = time.monotonic()
 
     def _run(self) -> None:
         while not self.stop.is_set():
@@ -402,6 +424,7 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
     effects = {k: 0 for k in counts}
     started = time.monotonic()
     stuck = None
+    stalls: list[str] = []
     with make_cluster(data_dir) as cluster:
         _create_topic(cluster)
         campaign = Campaign(cluster, seed, log)
@@ -429,6 +452,7 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
                     f"whole again after {time.monotonic() - t:.1f}s; "
                     f"{producers.acked} acknowledged so far"
                     + (f"; FATAL producer errors so far: {producers.fatal}" if producers.fatal else ""))
+                reader = _renew_stalled(cluster, history, producers, reader, stalls, log)
             if stuck is None:
                 before = producers.acked
                 cluster.wait_until(lambda: producers.acked > before + 50, WAIT, "writes after the last fault")
@@ -439,16 +463,35 @@ def run_campaign(faults_per_kind: int | dict[str, int] = 1, *, kinds: tuple[str,
             log(f"{outstanding} records never answered")
         final = Reader(cluster.bootstrap, history, "final")
         try:
-            ends = _ends(final)
+            _, ends = _watermarks(final)
             if not final.read_to(ends):
                 log(f"the final read did not reach {ends}: at {final.next}")
+            starts, _ = _watermarks(final)     # after the read: retention may have moved them meanwhile
         finally:
             final.close()
     if history_path:
         history.dump(history_path)
-    report = check(history, read_all=True)
+    report = check(history, read_all=True, log_start=starts)
     return CampaignResult(done, effects, report, campaign.restarts_after_full_disk, time.monotonic() - started,
-                          producers.errors, stuck)
+                          producers.errors, stuck, stalls)
+
+
+def _renew_stalled(cluster, history: History, producers: Producers, reader: Reader, stalls: list[str],
+                   log: Callable[[str], None]) -> Reader:
+    """A client that made no progress for STALL seconds while the others did is named in the log and
+    the result (a failure: the cause is in the kept brokers' logs) and replaced, so the rest of the run
+    is still checked: a live reader that stopped would otherwise let retention delete unread records."""
+    for i in producers.stalled(STALL):
+        stalls.append(f"producer {producers.names[i]}: no acknowledgement for {STALL:.0f}s")
+        log(f"STALLED: {stalls[-1]}; renewed")
+        producers.renew[i] = True
+    if time.monotonic() - reader.progress > STALL and max(producers.last_ack) > reader.progress:
+        stalls.append(f"live reader: nothing read for {STALL:.0f}s, at {reader.next}")
+        log(f"STALLED: {stalls[-1]}; renewed")
+        reader.close()
+        reader = Reader(cluster.bootstrap, history, "live", start=reader.next)
+        reader.thread.start()
+    return reader
 
 
 def _create_topic(cluster: EmbeddedCluster) -> None:
@@ -469,16 +512,17 @@ def _create_topic(cluster: EmbeddedCluster) -> None:
     Campaign(cluster, 0).wait_whole()
 
 
-def _ends(reader: Reader) -> dict[int, int]:
+def _watermarks(reader: Reader) -> tuple[dict[int, int], dict[int, int]]:
+    """Per partition, the log start offset and the high watermark."""
     ck = reader.ck
-    ends = {}
+    starts, ends = {}, {}
     deadline = time.monotonic() + WAIT
     for p in range(PARTITIONS):
         while p not in ends:
             try:
-                ends[p] = reader.consumer.get_watermark_offsets(ck.TopicPartition(TOPIC, p), timeout=10)[1]
+                starts[p], ends[p] = reader.consumer.get_watermark_offsets(ck.TopicPartition(TOPIC, p), timeout=10)
             except ck.KafkaException:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-    return ends
+    return starts, ends
