@@ -285,3 +285,20 @@ def test_reserved_blocks_never_show_as_file_size_and_are_returned_on_roll_and_cl
     lg.close()
     st = os.stat(active.log_path)
     assert st.st_size == active.size and st.st_blocks * 512 <= active.size + st.st_blksize
+
+
+def test_a_segment_never_reserves_more_blocks_ahead_than_it_holds(make_log):
+    """Many partitions with a few records each must not fill the disk with reserved blocks: a
+    segment reserves at most as far ahead as it already holds (and 4 MiB at most)."""
+    lg = make_log(segment_bytes=64 * 1024 * 1024)
+    if not fallocate_supported(lg.active_segment.log_path):
+        pytest.skip("no fallocate here")
+    lg.append_as_leader(batch(1, value=b"v" * 100), 0)
+    st = os.stat(lg.active_segment.log_path)
+    assert st.st_blocks * 512 <= 2 * lg.active_segment.size + st.st_blksize
+    for _ in range(200):
+        lg.append_as_leader(batch(3, value=b"v" * 10_000), 0)
+    size = lg.active_segment.size
+    st = os.stat(lg.active_segment.log_path)
+    assert size + st.st_blksize < st.st_blocks * 512 <= 2 * size + st.st_blksize    # reserved, but bounded
+    lg.close()
