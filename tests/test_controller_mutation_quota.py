@@ -137,3 +137,19 @@ def test_no_quota_by_default_and_the_partition_cap():
         assert grown.results[0].error_code == ErrorCode.POLICY_VIOLATION
         assert metadata_names(c) == {"n0", "n1", "n2"}
         c.sock.close()
+
+
+def test_a_topic_that_fails_its_checks_takes_no_tokens():
+    """As Kafka, the tokens are taken once a topic passed its checks: a refused request with thousands of
+    partitions would otherwise mute its client, and every client of its user, for hours."""
+    with EmbeddedBroker(WINDOWS) as b:
+        def c():
+            return WireClient("127.0.0.1", b.port)
+        assert alter(c(), {"user": None}, {CONTROLLER_MUTATION_RATE: 0.1}) == (ErrorCode.NONE, None)   # 1 token
+        bad = c().call(19, 6, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="bad", num_partitions=5000, replication_factor=1, assignments=[],
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="not a number")])],
+            timeout_ms=30000, validate_only=False))
+        assert bad.topics[0].error_code == ErrorCode.INVALID_CONFIG and bad.throttle_time_ms == 0
+        ok = create(c(), 6, ("ok", 1))                # the bucket is still full
+        assert ok.topics[0].error_code == ErrorCode.NONE and ok.throttle_time_ms == 0

@@ -1,13 +1,21 @@
-"""connections.max.idle.ms: silent connections are closed, busy ones are not."""
+"""connections.max.idle.ms: silent connections are closed, busy ones are not; a muted connection whose
+client went away is closed too."""
 from __future__ import annotations
 
 import pytest
 from wire import WireClient
 
+import time
+
+import psutil
+from test_controller_mutation_quota import WINDOWS, create
+from test_quotas import alter
+
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
+from kafka_compat.server.client_quota_manager import CONTROLLER_MUTATION_RATE
 from kafka_compat.testing import EmbeddedBroker
 
 IDLE_MS = 400
@@ -45,3 +53,25 @@ def test_a_connection_waiting_in_a_long_poll_is_not_idle(broker):
         assert c.is_closed_by_peer(wait=30.0)           # and once silent, it is reaped like any other
     finally:
         c.close()
+
+
+def test_a_muted_connection_whose_client_went_away_is_closed():
+    """A throttled connection is muted (KIP-219): it reads nothing, so it cannot see its client close. The
+    broker notices from the kernel (CLOSE_WAIT) and closes it long before the throttle of minutes ends."""
+    with EmbeddedBroker(WINDOWS) as b:
+        assert alter(WireClient("127.0.0.1", b.port), {"user": None},
+                     {CONTROLLER_MUTATION_RATE: 0.01}) == (ErrorCode.NONE, None)     # a tenth of a token
+        c = WireClient("127.0.0.1", b.port)
+        r = create(c, 6, ("muted", 2))                # accepted; the bucket at -1.9 tokens: 190 s
+        assert r.topics[0].error_code == ErrorCode.NONE and r.throttle_time_ms > 100_000
+        port = c.sock.getsockname()[1]
+        c.send(3, 1, MetadataRequest(topics=None))    # read ahead, never answered while muted
+        c.close()
+        broker = psutil.Process(b.proc.pid)
+
+        def held() -> bool:
+            return any(s.raddr and s.raddr.port == port for s in broker.net_connections("tcp"))
+        deadline = time.monotonic() + 60
+        while held() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not held(), "the broker still holds the connection of a client that went away"

@@ -84,6 +84,7 @@ class Connection(asyncio.BufferedProtocol):
         self.ahead: deque = deque()
         self.ahead_ok = False
         self.counted = False            # counted against max.connections / max.connections.per.ip
+        self.mute: asyncio.Future | None = None     # the KIP-219 mute under way
 
     # -- asyncio callbacks
     def connection_made(self, transport):
@@ -169,6 +170,14 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         if not self.transport.is_closing():     # also ends a delayed close (close_later) at once
             self.transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping what is still to be written or answered (nobody will read it)."""
+        self.closed = True
+        self.queue.clear()
+        if self.mute is not None:
+            self.mute.cancel()
+        self.transport.abort()          # an answer still awaited finishes on its own and writes nothing
 
     def close_later(self, delay: float) -> None:
         """Stop reading and answering, and close after `delay` seconds (connection.failed.authentication.delay.ms:
@@ -355,7 +364,8 @@ class Connection(asyncio.BufferedProtocol):
         if not self.paused:
             self.paused = True
             self.transport.pause_reading()  # pump() resumes reading once the mute is over
-        return asyncio.sleep(mute_s)
+        self.mute = asyncio.ensure_future(asyncio.sleep(mute_s))     # abort() ends it early
+        return self.mute
 
     def write(self, data) -> None:
         if not self.closed:
@@ -404,6 +414,19 @@ def _in_wire_order(view: memoryview, holes: list):
         pos = at
         yield from records.slices()
     yield view[pos:]
+
+
+_TCP_CLOSE_WAIT = 8       # tcp_info.tcpi_state (linux/tcp_states.h): the peer sent its FIN
+
+
+def peer_closed(transport) -> bool:
+    """Whether the client closed its end (the kernel holds the socket in CLOSE_WAIT), read from the
+    kernel without reading the socket: a connection that stopped reading cannot see the EOF itself."""
+    sock = transport.get_extra_info("socket")
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == _TCP_CLOSE_WAIT
+    except (AttributeError, OSError):      # no TCP_INFO here, or the socket is gone
+        return False
 
 
 def set_buffer_sizes(sock, send_buffer_bytes: int, receive_buffer_bytes: int) -> None:

@@ -13,10 +13,11 @@ import socket
 import time
 from typing import Callable, Mapping
 
-from .connection import Connection
+from .connection import Connection, peer_closed
 from .connection_quotas import ConnectionQuotas
 
 log = logging.getLogger(__name__)
+GONE_SWEEP_S = 5.0          # how often muted connections are checked for a client that went away
 
 
 class BrokerStartError(Exception):
@@ -71,7 +72,7 @@ class SocketServer:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.servers.append(server)
             self.bound.append(endpoint._replace(port=server.sockets[0].getsockname()[1]))
-        self._schedule_idle_check()
+        self._schedule_sweep()
 
     async def stop(self) -> None:
         if self._idle_timer is not None:
@@ -85,24 +86,32 @@ class SocketServer:
             await s.wait_closed()
         self.servers.clear()
 
-    def _schedule_idle_check(self) -> None:
-        """Close connections silent for connections.max.idle.ms, as Kafka's selector does.
+    def _schedule_sweep(self) -> None:
+        """Every few seconds, close connections silent for connections.max.idle.ms, as Kafka's selector
+        does, and muted ones whose client has gone away.
 
-        A connection whose request is still being answered (a long-poll fetch) is
-        not idle: its clock restarts when the response is written.
+        A connection whose request is still being answered (a long-poll fetch) is not idle: its clock
+        restarts when the response is written. A muted one (throttled, KIP-219, or holding its read-ahead
+        while an answer is awaited) reads nothing, so it cannot see its client close; the kernel can
+        (CLOSE_WAIT). Without this a client that gave up on a throttle of hours, as a fuzzer's garbled
+        requests earn, would hold a descriptor and its unread frames for all that time.
         """
         idle_ms = self.connections_max_idle_ms
-        if idle_ms is None or idle_ms <= 0:
-            return
-        idle = idle_ms / 1000.0
+        idle = idle_ms / 1000.0 if idle_ms is not None and idle_ms > 0 else None
+        period = min(idle / 4, GONE_SWEEP_S) if idle else GONE_SWEEP_S
         loop = asyncio.get_running_loop()
 
-        def check() -> None:
-            deadline = time.monotonic() - idle
+        def sweep() -> None:
+            deadline = time.monotonic() - idle if idle else None
             for conn in list(self.connections):
-                if conn.last_active < deadline and not conn.queue and not conn.busy:
+                if conn.closed:
+                    continue
+                if conn.paused and peer_closed(conn.transport):
+                    log.info("closing %s: the client went away while its connection was muted", conn.peer)
+                    conn.abort()
+                elif deadline is not None and conn.last_active < deadline and not conn.queue and not conn.busy:
                     log.info("closing %s: idle for more than %d ms", conn.peer, idle_ms)
                     conn.close()
-            self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
+            self._idle_timer = loop.call_later(period, sweep)
 
-        self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
+        self._idle_timer = loop.call_later(period, sweep)
