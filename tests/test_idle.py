@@ -2,14 +2,13 @@
 client went away is closed too."""
 from __future__ import annotations
 
-import pytest
-from wire import WireClient
-
 import time
 
 import psutil
+import pytest
 from test_controller_mutation_quota import WINDOWS, create
 from test_quotas import alter
+from wire import WireClient
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
