@@ -142,10 +142,17 @@ class TransactionIndex:
         self._last_offset = None
 
     def sanity_check(self) -> None:
+        """Kafka's check (no entry ends below the segment), and what no entry Kafka writes can hold: negative
+        fields, a start after its end, entries out of order; a damaged entry would otherwise make read_committed
+        consumers skip committed records."""
+        previous = -1
         for _, txn in self._entries():
             if txn.last_offset < self.start_offset:
                 raise CorruptIndexError(f"{self.path}: aborted transaction {txn} ends below the segment's base "
                                         f"offset {self.start_offset}")
+            if min(txn) < 0 or txn.first_offset > txn.last_offset or txn.last_offset < previous:
+                raise CorruptIndexError(f"{self.path}: aborted transaction {txn} cannot have been written")
+            previous = txn.last_offset
 
     def flush(self) -> None:
         if self._exists:

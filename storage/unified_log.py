@@ -263,13 +263,19 @@ class UnifiedLog:
 
     def _rebuild_leader_epochs(self) -> None:
         """The checkpoint was missing or unreadable: take each epoch's first batch from the log."""
-        entries, latest = [], None
+        entries = []
         for segment in self._local.segments:
             for info in segment.batches():
                 epoch = info.partition_leader_epoch if info.magic >= 2 else -1
-                if epoch >= 0 and (latest is None or epoch > latest):
+                if epoch < 0 or (entries and entries[-1][0] == epoch):
+                    continue
+                # epochs never fall in a log: a fall means the field of a batch before rose by damage (it
+                # lies outside the checksum), so the entries above this epoch go, as Kafka's assign drops
+                # conflicting ones, and an epoch seen before keeps its first start
+                while entries and entries[-1][0] > epoch:
+                    entries.pop()
+                if not entries or entries[-1][0] != epoch:
                     entries.append((epoch, info.base_offset))
-                    latest = epoch
         log.warning("%s: rebuilt %d leader epoch entries from the log", self.name, len(entries))
         self.leader_epoch_cache.clear(flush=False)
         self.leader_epoch_cache.assign_all(entries)

@@ -259,3 +259,25 @@ def test_an_epoch_start_moved_past_a_batch_of_its_epoch_is_rebuilt(make_log, dam
     assert entries == [EpochEntry(0, 0), EpochEntry(1, 12), EpochEntry(2, 30)]
     for view in read_views(again):
         assert again.leader_epoch_cache.epoch_for_offset(view.base_offset) == view.partition_leader_epoch
+
+
+def test_an_epoch_field_flipped_up_in_a_segments_last_batch_does_not_hide_the_later_epochs(make_log):
+    """The PartitionLeaderEpoch lies outside the checksum. Raised by damage in the last batch of a segment, the
+    fall that gives it away is the next segment's first batch: the rebuilt cache drops the raised epoch, as
+    Kafka's assign drops conflicting entries, and keeps every real one."""
+    lg = make_log(segment_bytes=250)
+    for epoch in (0, 0, 0, 1, 1, 1, 2, 2, 2):
+        lg.append_as_leader(batch(1, value=b"v" * 20), epoch)
+    want = lg.leader_epoch_cache.entries
+    segments = lg._local.segments
+    assert len(segments) > 2 and [e.epoch for e in want] == [0, 1, 2]
+    starts = {e.start_offset for e in want}
+    seg, last = next((s, list(s.batches())[-1]) for s in segments[:-1]
+                     if list(s.batches())[-1].base_offset not in starts)   # the field of a later batch of its epoch
+    path = seg.log_path
+    lg.close()
+    with open(path, "r+b") as f:                  # PartitionLeaderEpoch: header bytes 12-15
+        f.seek(last.position + 12)
+        f.write((65).to_bytes(4, "big"))
+    again = make_log(segment_bytes=250)           # unclean: every segment is recovered
+    assert again.leader_epoch_cache.entries == want

@@ -114,7 +114,7 @@ def test_the_index_survives_a_clean_restart(make_log):
     assert aborted_of(again) == [(1, 0)]
 
 
-@pytest.mark.parametrize("damage", ["delete", "garbage", "future-version"])
+@pytest.mark.parametrize("damage", ["delete", "garbage", "future-version", "negative-first-offset"])
 def test_recovery_rebuilds_the_index(make_log, damage):
     lg, marker = abort_spanning_segments(make_log)
     path = lg.segment_for(marker).txn_index.path
@@ -128,9 +128,17 @@ def test_recovery_rebuilds_the_index(make_log, damage):
         with open(path, "wb") as f:
             f.write(os.urandom(34 * 3))
         again = make_log("t-0", segment_bytes=300)
-    else:
+    elif damage == "future-version":
         with open(path, "r+b") as f:
             f.write(b"\x00\x07")
+        again = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)   # the sanity check catches it
+    else:       # a flipped sign bit: read_committed consumers would skip the producer's committed records
+        with open(path, "r+b") as f:
+            f.seek(10)                  # the first entry's FirstOffset, its top byte
+            top = f.read(1)[0]
+            f.seek(10)
+            f.write(bytes([top ^ 0x80]))
+        assert parse_txn_index(path)[0][1] < 0
         again = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)   # the sanity check catches it
     assert again.log_end_offset == end
     assert parse_txn_index(path) == expected
