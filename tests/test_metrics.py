@@ -214,3 +214,22 @@ def test_replica_manager_gauges_follow_the_partitions_isr(tmp_path):
     assert before == {"partitioncount": 3, "leadercount": 2, "underreplicatedpartitions": 1,
                       "underminisrpartitioncount": 1, "atminisrpartitioncount": 1, "offlinereplicacount": 0}
     assert after == dict(before, underreplicatedpartitions=0, underminisrpartitioncount=0, atminisrpartitioncount=2)
+
+
+def test_a_scrape_shortens_the_gil_switch_interval_only_while_it_renders():
+    """Rendering a scrape is milliseconds of pure Python on the endpoint's thread; at the default 5 ms
+    switch interval the event loop could wait that long for the GIL at each turn. Overlapping scrapes
+    restore the interval when the last one ends."""
+    import sys
+
+    from kafka_compat.server.prometheus import SCRAPE_SWITCH_INTERVAL_S, _yielding_gil
+
+    before = sys.getswitchinterval()
+    assert before > SCRAPE_SWITCH_INTERVAL_S
+    first, second = _yielding_gil(), _yielding_gil()
+    with first:
+        assert sys.getswitchinterval() == pytest.approx(SCRAPE_SWITCH_INTERVAL_S)
+        second.__enter__()
+    assert sys.getswitchinterval() == pytest.approx(SCRAPE_SWITCH_INTERVAL_S)   # the other scrape still renders
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before

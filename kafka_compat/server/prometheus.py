@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import sys
 import threading
 import time
 from wsgiref.simple_server import make_server
@@ -46,6 +47,9 @@ from .request_metrics import BUCKETS_MS, TIMES
 log = logging.getLogger(__name__)
 
 SCRAPE_TIMEOUT_S = 10.0
+# While a scrape renders (milliseconds of pure Python in prometheus_client), the event loop must get the
+# GIL back quickly: at the default 5 ms switch interval each of its turns could wait that long for it.
+SCRAPE_SWITCH_INTERVAL_S = 0.0002
 GROUP_STATES = (("numgroupspreparingrebalance", "PreparingRebalance"),
                 ("numgroupscompletingrebalance", "CompletingRebalance"), ("numgroupsstable", "Stable"),
                 ("numgroupsdead", "Dead"), ("numgroupsempty", "Empty"))
@@ -250,6 +254,31 @@ class KafkaCollector:
         yield from families(done.result(SCRAPE_TIMEOUT_S))
 
 
+_scrapes = 0
+_scrapes_lock = threading.Lock()
+_switch_interval = 0.0
+
+
+class _yielding_gil:
+    """Shortens the interpreter's GIL switch interval while any scrape renders, so the event loop's
+    requests wait microseconds, not milliseconds, behind it (bench/run.py's e2e p99.9 showed the wait)."""
+
+    def __enter__(self):
+        global _scrapes, _switch_interval
+        with _scrapes_lock:
+            if _scrapes == 0:
+                _switch_interval = sys.getswitchinterval()
+                sys.setswitchinterval(min(_switch_interval, SCRAPE_SWITCH_INTERVAL_S))
+            _scrapes += 1
+
+    def __exit__(self, *exc):
+        global _scrapes
+        with _scrapes_lock:
+            _scrapes -= 1
+            if _scrapes == 0:
+                sys.setswitchinterval(_switch_interval)
+
+
 class PrometheusEndpoint:
     """prometheus_client's WSGI server on its own thread, answering /metrics (404 elsewhere)."""
 
@@ -267,7 +296,8 @@ class PrometheusEndpoint:
             if environ.get("PATH_INFO") != "/metrics":
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"metrics are at /metrics\n"]
-            return app(environ, start_response)
+            with _yielding_gil():
+                return app(environ, start_response)        # renders the whole answer before returning
 
         self._server = make_server(self.host, self.port, only_metrics, ThreadingWSGIServer,
                                    handler_class=_SilentHandler)
