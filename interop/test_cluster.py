@@ -4,15 +4,19 @@
 - min.insync.replicas=2 with one replica left: acks=all is refused and nothing is written, acks=1 works;
 - SIGTERM on a leader: a controlled shutdown moves leadership first and the producer sees no error;
 - a follower that diverged (the old leader's unacknowledged tail) truncates and then holds the same bytes;
-- a consumer group survives the death of its coordinator's broker without losing or re-reading past a commit.
+- a consumer group survives the death of its coordinator's broker without losing or re-reading past a commit;
+- a Fetch v16 to a broker that does not lead the partition names the leader and its address (KIP-951).
 
 The fault suite with many leader and controller kills is interop/test_cluster_faults.py.
 """
 from __future__ import annotations
 
+import base64
 import json
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from cluster_support import (
@@ -25,6 +29,12 @@ from cluster_support import (
     wait_all_registered,
     wait_for_full_isr,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from wire import WireClient  # noqa: E402
+
+from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
+from kafka_compat.protocol.messages.fetch import FetchRequest  # noqa: E402
 
 pytestmark = skip_without_cluster()
 ck = pytest.importorskip("confluent_kafka")
@@ -95,6 +105,34 @@ def test_znodes_hold_kafkas_json(cluster):
     admin.delete_topics(["znodes"])["znodes"].result(WAIT)
     cluster.wait_until(lambda: not zk.exists("/brokers/topics/znodes") and not zk.exists("/config/topics/znodes")
                        and zk.get_children("/admin/delete_topics") == [], WAIT, "the deletion to finish")
+
+
+def test_a_fetch_from_a_broker_without_the_partition_names_its_leader(cluster):
+    """KIP-951: the consumer's Fetch v16 to a broker that holds no replica answers NOT_LEADER_OR_FOLLOWER with
+    the leader and epoch ZooKeeper holds (CurrentLeader, from that broker's metadata cache) and the leader's
+    address (NodeEndpoints), so the consumer moves there without a metadata round trip."""
+    create_topic(cluster, "current-leader", partitions=1, replication_factor=1)
+    state = cluster.partition_state("current-leader", 0)
+    leader = state["leader"]
+    elsewhere = next(i for i in range(3) if i != leader)
+    topic_id = base64.urlsafe_b64decode(json.loads(cluster.zk.get("/brokers/topics/current-leader")[0])["topic_id"]
+                                        + "==")
+    body = FetchRequest(max_wait_ms=0, min_bytes=0, topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+        FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    client = WireClient("127.0.0.1", cluster.brokers[elsewhere].port)
+
+    def known():        # once that broker's UpdateMetadata has brought the topic
+        response = client.call(1, 16, body)
+        return response if response.responses[0].partitions[0].error_code != ErrorCode.UNKNOWN_TOPIC_ID else None
+    try:
+        answer = cluster.wait_until(known, WAIT, "the topic in that broker's metadata")
+    finally:
+        client.close()
+    part = answer.responses[0].partitions[0]
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (leader, state["leader_epoch"])
+    assert [(n.node_id, n.host, n.port) for n in answer.node_endpoints] == \
+        [(leader, "127.0.0.1", cluster.brokers[leader].port)]
 
 
 def test_min_insync_replicas_with_one_replica_alive(cluster):

@@ -93,7 +93,7 @@ class PlayedController:
         return await AsyncWireClient.connect("127.0.0.1", self.broker.bound[0].port)
 
     async def update_metadata(self, broker_epoch: int, extra_brokers=(), leader: int | None = None,
-                              replicas: list[int] | None = None):
+                              replicas: list[int] | None = None, leader_epoch: int = 0):
         b = self.broker
         leader = b.broker_id if leader is None else leader
         replicas = replicas or [b.broker_id]
@@ -104,7 +104,7 @@ class PlayedController:
             UpdateMetadataRequest.UpdateMetadataEndpoint(listener="PLAINTEXT", host="127.0.0.1", port=port,
                                                          security_protocol=0)]) for i, port in extra_brokers]
         state = UpdateMetadataRequest.UpdateMetadataPartitionState(
-            partition_index=0, controller_epoch=self.controller_epoch, leader=leader, leader_epoch=0,
+            partition_index=0, controller_epoch=self.controller_epoch, leader=leader, leader_epoch=leader_epoch,
             isr=replicas, zk_version=0, replicas=replicas)
         body = UpdateMetadataRequest(controller_id=self.controller_id, controller_epoch=self.controller_epoch,
                                      broker_epoch=broker_epoch, live_brokers=live, topic_states=[
@@ -397,6 +397,55 @@ def test_not_leader_answers_name_the_new_leader_and_its_address(tmp_path, zk_ser
     old = answers[9].responses[0].partition_responses[0]
     assert old.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and old.current_leader.leader_id == -1
     assert answers[9].node_endpoints == []
+
+
+def test_fetch_answers_name_the_current_leader_and_its_address(tmp_path, zk_server, chroot):
+    """KIP-951 for Fetch v16+: FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER answers carry CurrentLeader (the
+    local replica's view first, then the metadata cache) and the leader's address in NodeEndpoints, whether
+    the fetch is answered at once, after waiting in the purgatory while the leadership moved, or in an
+    incremental fetch session (which always carries a partition with an error)."""
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot) as (b, played):
+            epoch, port = b.registration.epoch, b.bound[0].port
+            await played.update_metadata(epoch, extra_brokers=[(9, 19092)], replicas=[0, 9], leader_epoch=3)
+            assert await played.lead_here(epoch, leader_epoch=3, replicas=[0, 9]) == ErrorCode.NONE
+            c = await AsyncWireClient.connect("127.0.0.1", port)
+            try:
+                stale = {v: await c.call(1, v, fetch_body(current_leader_epoch=1)) for v in (15, 16)}
+                opened = await c.call(1, 16, fetch_body(replica_id=9, session_epoch=0))    # a follower's session
+                waiting = asyncio.create_task(c.call(1, 16, fetch_body(current_leader_epoch=3, wait_ms=30000)))
+                await until(lambda: b.replica_manager.fetch_purgatory.delayed() == 1, what="the fetch to wait")
+                assert await played.lead_here(epoch, leader_epoch=4, leader=9, replicas=[0, 9]) == ErrorCode.NONE
+                delayed = await asyncio.wait_for(waiting, 30)
+                incremental = await c.call(1, 16, FetchRequest(
+                    replica_state=FetchRequest.ReplicaState(replica_id=9), max_wait_ms=0, min_bytes=0,
+                    session_id=opened.session_id, session_epoch=1))
+            finally:
+                await c.close()
+            return port, stale, opened, delayed, incremental
+
+    def answer(response):
+        part = response.responses[0].partitions[0]
+        return (part.error_code, part.current_leader.leader_id, part.current_leader.leader_epoch,
+                [(n.node_id, n.host, n.port) for n in response.node_endpoints])
+
+    port, stale, opened, delayed, incremental = run(scenario())
+    assert answer(stale[16]) == (ErrorCode.FENCED_LEADER_EPOCH, 0, 3, [(0, "127.0.0.1", port)])
+    assert answer(stale[15]) == (ErrorCode.FENCED_LEADER_EPOCH, -1, -1, [])         # before v16: neither
+    assert opened.session_id != 0 and answer(opened)[0] == ErrorCode.NONE
+    # the cache still says broker 0 at epoch 3: the replica's own LeaderAndIsr view comes first
+    assert answer(delayed) == (ErrorCode.FENCED_LEADER_EPOCH, 9, 4, [(9, "127.0.0.1", 19092)])
+    assert answer(incremental) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, 9, 4, [(9, "127.0.0.1", 19092)])
+
+
+def fetch_body(current_leader_epoch: int = -1, wait_ms: int = 0, replica_id: int = -1,
+               session_epoch: int = -1) -> FetchRequest:
+    """A Fetch v15+ of t-0 from offset 0 (by a follower when ``replica_id`` >= 0); ``wait_ms`` for 1 byte."""
+    return FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=replica_id), max_wait_ms=wait_ms,
+                        min_bytes=1 if wait_ms else 0, session_epoch=session_epoch,
+                        topics=[FetchRequest.FetchTopic(topic="t", topic_id=TOPIC_ID, partitions=[
+                            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
+                                                        current_leader_epoch=current_leader_epoch)])])
 
 
 async def produce_response(broker: Broker, value: bytes, version: int):

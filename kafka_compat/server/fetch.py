@@ -6,6 +6,8 @@ Python. A fetch that finds fewer than MinBytes waits in the fetch purgatory
 (DelayedFetch) until an append brings enough or MaxWaitMs passes. Followers
 get incremental fetch sessions (fetch_session.py); consumers' requests for one
 are declined (SessionId 0), which Kafka's protocol allows: they send full requests.
+From v16 a partition whose leader moved names the current leader and its address
+(KIP-951, current_leader.py), in an incremental response too (an error is always sent).
 """
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ from ..protocol.messages.fetch import FetchRequest, FetchResponse
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, READ, TOPIC, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_quota_manager import QuotaManagers, principal_user
+from .current_leader import CurrentLeaders
 from .delayed_fetch import FetchParams, PartitionFetchInfo
 from .fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession, FetchSessionCache, next_epoch
+from .metadata import listener_of
 from .metadata_cache import MetadataCache
 from .registry import handles
 from .replica_manager import ReplicaManager
@@ -31,6 +35,8 @@ SENDFILE_MIN_BYTES = 16384
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 DENIED = object()           # a topic the caller may not read
+# KIP-951 (Fetch v16+): a partition answering one of these names its current leader (Kafka's handleFetchRequest)
+LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 class FileRecords:
@@ -193,6 +199,7 @@ class FetchApi:
         i = 0
         incremental = session is not None and req.session_epoch > INITIAL_EPOCH
         cache = session.partitions if session is not None else None
+        leaders = None
         for t, name in zip(topics, names):
             parts = []
             topic_key = (t.topic_id if session.uses_topic_ids else t.topic) if session is not None else None
@@ -212,12 +219,18 @@ class FetchApi:
                             pd.error_code, pd.high_watermark, pd.log_start_offset, bool(len(pd.records)),
                             pd.diverging_epoch.epoch >= 0) and incremental:
                         continue
+                if pd.error_code and v >= 16 and pd.error_code in LEADER_MOVED:
+                    if leaders is None:
+                        leaders = CurrentLeaders(self.replica_manager, self.metadata_cache, listener_of(request),
+                                                 FetchResponse.LeaderIdAndEpoch, FetchResponse.NodeEndpoint)
+                    pd.current_leader = leaders.of(name, p.partition)
                 parts.append(pd)
             if parts or not incremental:
                 out_topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
                                                                        partitions=parts))
         return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                             session_id=session.id if session is not None else 0, responses=out_topics)
+                             session_id=session.id if session is not None else 0, responses=out_topics,
+                             node_endpoints=leaders.endpoints() if leaders is not None else [])
 
     def _partition_data(self, v: int, name: str, index: int, r, committed: bool, from_follower: bool):
         pd = PartitionData(partition_index=index, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,

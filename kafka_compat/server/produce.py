@@ -23,6 +23,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
 from .auth_helper import NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .client_quota_manager import QuotaManagers, principal_user
+from .current_leader import CurrentLeaders
 from .delayed_produce import ProduceResult
 from .metadata import listener_of
 from .metadata_cache import MetadataCache
@@ -191,7 +192,7 @@ class ProduceApi:
         v = request.api_version
         responses = []
         failed = False
-        nodes: dict[int, NodeEndpoint] = {}
+        leaders = None
         i = 0
         for t in req.topic_data:
             parts = []
@@ -202,7 +203,10 @@ class ProduceApi:
                 failed = failed or r.error_code != 0
                 part = _response(p.index, r)
                 if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and v >= 10:
-                    part.current_leader = self._current_leader(request, t, p.index, nodes)
+                    if leaders is None:
+                        leaders = CurrentLeaders(self.replica_manager, self.metadata_cache, listener_of(request),
+                                                 LeaderIdAndEpoch, NodeEndpoint)
+                    part.current_leader = leaders.of(self._topic_name(request, t), p.index)
                 parts.append(part)
             responses.append(ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id,
                                                                   partition_responses=parts))
@@ -211,29 +215,15 @@ class ProduceApi:
             if failed:
                 raise CloseConnection()     # Kafka's way to make an acks=0 producer refresh metadata
             return None
-        return ProduceResponse(responses=responses, throttle_time_ms=throttle, node_endpoints=list(nodes.values()))
+        return ProduceResponse(responses=responses, throttle_time_ms=throttle,
+                               node_endpoints=leaders.endpoints() if leaders is not None else [])
 
-    def _current_leader(self, request, t, index: int, nodes: dict) -> LeaderIdAndEpoch:
-        """KIP-951: who leads the partition now, as this broker knows it (its own replica first, then the
-        metadata cache), with the leader's address on the request's listener added to `nodes`: the client
-        retries there at once instead of first asking for metadata, which is what a controlled shutdown
-        needs to hand leadership over without a pause."""
-        name = t.name
-        if request.api_version >= 13:
-            topic = self.metadata_cache.topic_by_id(t.topic_id)
-            name = topic.name if topic is not None else None
-        partition = self.replica_manager.get_partition(name, index) if name is not None else None
-        if partition is not None and partition.leader_id >= 0:
-            leader, epoch = partition.leader_id, partition.leader_epoch
-        else:
-            state = self.metadata_cache.partition_state(name, index) if name is not None else None
-            leader, epoch = (state.leader, state.leader_epoch) if state is not None else (-1, -1)
-        listener = listener_of(request)
-        broker = self.metadata_cache.brokers.get(leader) if leader >= 0 else None
-        endpoint = broker.endpoint(listener) if broker is not None and listener is not None else None
-        if endpoint is not None:
-            nodes[leader] = NodeEndpoint(node_id=leader, host=endpoint.host, port=endpoint.port, rack=broker.rack)
-        return LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+    def _topic_name(self, request, t) -> str | None:
+        """The produced topic's name (v13+ names it by id; None when the id is unknown)."""
+        if request.api_version < 13:
+            return t.name
+        topic = self.metadata_cache.topic_by_id(t.topic_id)
+        return topic.name if topic is not None else None
 
     def _throttle(self, request, acks: int) -> int:
         """Charge the request to the producer's byte-rate quota and (unless acks=0) its request quota;
