@@ -1,5 +1,5 @@
 """bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py, bench/cluster.py and
-bench/cluster_security.py still run, floors included.
+bench/cluster_security.py and bench/replication_floor.py still run, floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
 work and that their reference loops do the same work as the code they are set against.
@@ -58,6 +58,19 @@ def test_storage_bench_with_floor(tmp_path):
     assert [r.split()[0] + r.split()[1] for r in rows] == ["1MiB", "16KiB", "1KiB"]
     assert "Recovery of a" in out.stdout
     assert "    4 files x 256 KiB writes" in out.stdout and " 1000 files x   1 KiB writes" in out.stdout
+
+
+def test_replication_floor_moves_every_byte_to_both_followers(tmp_path):
+    """bench/replication_floor.py's stand-ins: the followers' logs equal the leader's, each stand-in counted."""
+    out = subprocess.run([sys.executable, "bench/replication_floor.py", "--mib", "4", "--frame-kib", "64",
+                          "--rounds", "1", "--dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (floor,) = _json_lines(out.stdout)
+    assert floor["scenario"] == "replication-floor" and floor["followers_match_leader"] is True
+    runs = [json.loads(line.split(": ", 1)[1]) for line in out.stderr.splitlines() if line.startswith("round ")]
+    assert sorted(len(r["per_broker_cpu_s_per_gb"]) for r in runs) == [1, 3]
+    assert os.listdir(tmp_path) == []                   # the stand-ins' logs are gone
 
 
 def test_cluster_bench_scale_scenario():
