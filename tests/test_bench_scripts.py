@@ -1,5 +1,5 @@
 """bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py, bench/cluster.py and
-bench/cluster_security.py and bench/replication_floor.py still run, floors included.
+bench/cluster_security.py, bench/replication_floor.py and bench/scrape_cost.py still run, floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
 work and that their reference loops do the same work as the code they are set against.
@@ -71,6 +71,14 @@ def test_replication_floor_moves_every_byte_to_both_followers(tmp_path):
     runs = [json.loads(line.split(": ", 1)[1]) for line in out.stderr.splitlines() if line.startswith("round ")]
     assert sorted(len(r["per_broker_cpu_s_per_gb"]) for r in runs) == [1, 3]
     assert os.listdir(tmp_path) == []                   # the stand-ins' logs are gone
+
+
+def test_scrape_cost_renders_what_prometheus_client_renders():
+    """bench/scrape_cost.py exits 1 unless the library renders its snapshot's families to the same bytes."""
+    out = subprocess.run([sys.executable, "bench/scrape_cost.py", "--rounds", "1", "--calls", "1"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert "2544 lines" in out.stdout and "ratio exposition/prometheus_client" in out.stdout
 
 
 def test_cluster_bench_scale_scenario():
