@@ -114,12 +114,17 @@ class KafkaCompatAt(KafkaCompat):
 
 
 def contender(name: str, profile_dir: str | None = None):
-    """kafka-compat, kafka-compat@REV, either with +metrics, or tansu."""
+    """kafka-compat, kafka-compat@REV, either with +metrics, or tansu; kafka-compat+control is a second
+    kafka-compat exactly like the first, for an A/A run that shows what the harness's noise alone gives."""
     if name == "tansu":
         return Tansu()
+    if name == "kafka-compat+control":
+        c = KafkaCompat(profile_dir)
+        c.name = name
+        return c
     base, plus, extra = name.partition("+")
     if plus and extra != "metrics":
-        raise ValueError(f"unknown contender option +{extra} (only +metrics)")
+        raise ValueError(f"unknown contender option +{extra} (+metrics, or kafka-compat+control)")
     if base == "kafka-compat":
         return KafkaCompat(profile_dir, metrics=bool(plus))
     if base.startswith("kafka-compat@"):

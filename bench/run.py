@@ -414,7 +414,8 @@ def main(argv=None) -> int:
                     help="contenders, compared pairwise: kafka-compat, tansu, kafka-compat@REV (a git revision "
                          "in its own checkout and venv, for a before/after run); +metrics after a kafka-compat one "
                          "turns the Prometheus endpoint on and scrapes it every 5 s (kafka-compat,kafka-compat+metrics "
-                         "measures what metrics cost)")
+                         "measures what metrics cost; kafka-compat,kafka-compat+control runs the same broker twice, an A/A "
+                         "control of the harness's noise)")
     ap.add_argument("--profile", metavar="DIR", help="py-spy each kafka-compat scenario into DIR")
     ap.add_argument("--paired", action="store_true",
                     help="run the contenders of a round at once, each scenario on one after the other (order "

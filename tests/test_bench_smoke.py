@@ -56,3 +56,18 @@ def test_bench_paired_metrics_on_against_off():
         assert line["ratio_mb_per_s_min"] <= line["ratio_mb_per_s"] <= line["ratio_mb_per_s_max"]
         assert line.get("ratio_cpu_s_per_gb_coarse", True)     # a thousand records: far below half a CPU second
     assert "round 2/2" in out.stderr and "kafka-compat+metrics" in out.stderr
+
+
+def test_the_control_contender_is_the_plain_broker_under_another_name():
+    """kafka-compat+control, for an A/A run: the same broker as kafka-compat (no metrics endpoint, not
+    scraped), told apart only by name, so the paired report can set one against the other."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        from contenders import contender
+    finally:
+        sys.path.remove(os.path.join(ROOT, "bench"))
+    plain, control = contender("kafka-compat"), contender("kafka-compat+control")
+    assert (control.name, plain.name) == ("kafka-compat+control", "kafka-compat")
+    assert type(control) is type(plain) and control.metrics is plain.metrics is False
+    with pytest.raises(ValueError, match="unknown contender option"):
+        contender("kafka-compat+other")
