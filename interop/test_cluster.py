@@ -11,7 +11,6 @@ The fault suite with many leader and controller kills is interop/test_cluster_fa
 """
 from __future__ import annotations
 
-import base64
 import json
 import sys
 import threading
@@ -35,6 +34,7 @@ from wire import WireClient  # noqa: E402
 
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.messages.fetch import FetchRequest  # noqa: E402
+from kafka_compat.zk.zk_data import uuid_from_string  # noqa: E402
 
 pytestmark = skip_without_cluster()
 ck = pytest.importorskip("confluent_kafka")
@@ -115,8 +115,7 @@ def test_a_fetch_from_a_broker_without_the_partition_names_its_leader(cluster):
     state = cluster.partition_state("current-leader", 0)
     leader = state["leader"]
     elsewhere = next(i for i in range(3) if i != leader)
-    topic_id = base64.urlsafe_b64decode(json.loads(cluster.zk.get("/brokers/topics/current-leader")[0])["topic_id"]
-                                        + "==")
+    topic_id = uuid_from_string(json.loads(cluster.zk.get("/brokers/topics/current-leader")[0])["topic_id"])
     body = FetchRequest(max_wait_ms=0, min_bytes=0, topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=[
         FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
     client = WireClient("127.0.0.1", cluster.brokers[elsewhere].port)
