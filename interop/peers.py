@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -288,6 +289,41 @@ def start_zookeeper(port: int, data_dir: str | os.PathLike) -> subprocess.Popen 
         stop(proc)
         raise
     return proc
+
+
+def start_prometheus(targets: list[str], data_dir: str | os.PathLike,
+                     scrape_interval: str = "1s") -> tuple[subprocess.Popen, str] | None:
+    """Start a Prometheus server (Debian's `prometheus`) scraping targets, job "kafka-compat".
+
+    Returns the process and its HTTP API's base URL once it is ready, or None when
+    Prometheus is not installed."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        return None
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config = data_dir / "prometheus.yml"
+    config.write_text(
+        f"global:\n  scrape_interval: {scrape_interval}\n  evaluation_interval: {scrape_interval}\n"
+        "scrape_configs:\n  - job_name: kafka-compat\n    static_configs:\n"
+        f"      - targets: [{', '.join(repr(t) for t in targets)}]\n")
+    port = free_port()
+    with open(data_dir / "prometheus.log", "ab") as log:
+        proc = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir / 'tsdb'}",
+             f"--web.listen-address={LOOPBACK}:{port}"],
+            stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://{LOOPBACK}:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=1):
+                return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc)
+                raise RuntimeError(f"prometheus did not become ready (see {data_dir / 'prometheus.log'})")
+            time.sleep(0.1)
 
 
 def java_harness(classpath: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -18,11 +18,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -33,29 +33,10 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from wire import WireClient  # noqa: E402
 
+from interop.peers import start_prometheus  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker, free_port  # noqa: E402
 
 DASHBOARD = os.path.join(HERE, "kafka-compat-dashboard.json")
-
-
-def start_prometheus(target: str, workdir: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    config = os.path.join(workdir, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-                f"  - job_name: kafka-compat\n    static_configs:\n      - targets: ['{target}']\n")
-    proc = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={workdir}/tsdb",
-                             f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(workdir, "prometheus.log"), "w"))
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "/-/ready", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("prometheus did not start")
 
 
 def set_quota(broker: EmbeddedBroker, client_id: str, rate: int) -> None:
@@ -106,11 +87,22 @@ def workload(broker: EmbeddedBroker, seconds: float) -> None:
         t.join()
 
 
-def query_range(prom: str, expr: str, start: float, end: float) -> list[dict]:
-    expr = expr.replace("$__rate_interval", "5s").replace('=~"$job"', '=~".*"')
-    qs = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": 1})
-    with urllib.request.urlopen(f"{prom}/api/v1/query_range?{qs}", timeout=30) as r:
-        return json.load(r)["data"]["result"]
+def expand(expr: str, job: str = ".*", rate_interval: str = "5s") -> str:
+    """A target's PromQL with the dashboard's variables filled in, as Grafana would send it."""
+    return expr.replace("$__rate_interval", rate_interval).replace("$job", job)
+
+
+def query_range(prom: str, expr: str, start: float, end: float, **variables) -> list[dict]:
+    """Prometheus's answer to one target over [start, end], a point a second: its series."""
+    qs = urllib.parse.urlencode({"query": expand(expr, **variables), "start": start, "end": end, "step": 1})
+    try:
+        with urllib.request.urlopen(f"{prom}/api/v1/query_range?{qs}", timeout=30) as r:
+            answer = json.load(r)
+    except urllib.error.HTTPError as e:        # a query Prometheus cannot parse or run: 400 with the reason
+        raise ValueError(f"{expr}: {e.read().decode(errors='replace')}") from e
+    if answer.get("status") != "success":
+        raise ValueError(f"{expr}: {answer}")
+    return answer["data"]["result"]
 
 
 def legend(fmt: str, labels: dict) -> str:
@@ -194,7 +186,7 @@ def main() -> int:
     try:
         with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{metrics_port}",
                              "num.partitions": 3}) as broker:
-            prom, url = start_prometheus(f"127.0.0.1:{metrics_port}", workdir)
+            prom, url = start_prometheus([f"127.0.0.1:{metrics_port}"], workdir)
             try:
                 time.sleep(3)
                 start = time.time()
