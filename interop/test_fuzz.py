@@ -40,7 +40,9 @@ def test_bounded_campaign():
     assert result.problems(stall_limit=1.0) == []
     assert result.max_rss < 400 * 2**20
     assert result.history.acked > 100 and result.history.ok
-    assert result.probe_count > 50
+    # the probe answered all through the run: every 100 ms, so at least half the nominal count (a fast
+    # machine finishes the 50,000 frames in 4 s, which is only 40 to 50 samples)
+    assert result.probe_count >= 5 * result.seconds, (result.probe_count, result.seconds)
 
 
 def test_every_golden_frame_split_at_every_byte_is_answered():
