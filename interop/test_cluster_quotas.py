@@ -21,6 +21,7 @@ from wire import WireClient  # noqa: E402
 
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest as A  # noqa: E402
+from kafka_compat.protocol.messages.create_partitions import CreatePartitionsRequest  # noqa: E402
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 
 pytestmark = skip_without_cluster()
@@ -47,15 +48,20 @@ def alter_default_user(broker, value: float | None) -> None:
     assert (r.entries[0].error_code, r.entries[0].error_message) == (ErrorCode.NONE, None)
 
 
-def create(broker, name: str, partitions: int):
-    """CreateTopics v6 (strict) on a new connection: a throttled one is muted (KIP-219)."""
+def call(broker, api_key: int, version: int, body):
+    """One request on a new connection: a throttled one is muted (KIP-219)."""
     c = WireClient("127.0.0.1", broker.port, timeout=WAIT)
     try:
-        return c.call(19, 6, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
-            timeout_ms=30000, validate_only=False))
+        return c.call(api_key, version, body)
     finally:
         c.close()
+
+
+def create(broker, name: str, partitions: int, replication_factor: int = 1):
+    """CreateTopics v6: strict."""
+    return call(broker, 19, 6, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[], configs=[])],
+        timeout_ms=30000, validate_only=False))
 
 
 def test_a_quota_set_through_another_broker_throttles_the_controllers_create_topics(cluster):
@@ -78,6 +84,16 @@ def test_a_quota_set_through_another_broker_throttles_the_controllers_create_top
         return refused
     cluster.wait_until(throttled, WAIT, "the controller to apply the quota set through the other broker")
     assert refused[0].throttle_time_ms > 0 and "throttling quota" in refused[0].topics[0].error_message
+
+    # the bucket stays below zero for about 10 s. The controller checks a change before it charges the
+    # quota, as ZkAdminManager does, so a change that fails its checks is told why, not to back off
+    wide = create(controller, "wide", 2, replication_factor=3)
+    assert wide.topics[0].error_code == ErrorCode.INVALID_REPLICATION_FACTOR, wide
+    grown = call(controller, 37, 3, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name="t0", count=5, assignments=[CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=[99])])],
+        timeout_ms=30000, validate_only=False))
+    assert grown.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT, grown
+    assert create(controller, "valid", 1).topics[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
 
     alter_default_user(other, None)
     assert json.loads(cluster.zk.get("/config/users/<default>")[0])["config"] == {}

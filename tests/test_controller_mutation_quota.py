@@ -145,11 +145,20 @@ def test_a_topic_that_fails_its_checks_takes_no_tokens():
     with EmbeddedBroker(WINDOWS) as b:
         def c():
             return WireClient("127.0.0.1", b.port)
+        assert create(c(), 6, ("before", 1)).topics[0].error_code == ErrorCode.NONE
         assert alter(c(), {"user": None}, {CONTROLLER_MUTATION_RATE: 0.1}) == (ErrorCode.NONE, None)   # 1 token
         bad = c().call(19, 6, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
             name="bad", num_partitions=5000, replication_factor=1, assignments=[],
             configs=[CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="not a number")])],
             timeout_ms=30000, validate_only=False))
         assert bad.topics[0].error_code == ErrorCode.INVALID_CONFIG and bad.throttle_time_ms == 0
+        wide = c().call(19, 6, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="wide", num_partitions=5000, replication_factor=3, assignments=[], configs=[])],
+            timeout_ms=30000, validate_only=False))          # the controller's own check: one broker
+        assert wide.topics[0].error_code == ErrorCode.INVALID_REPLICATION_FACTOR and wide.throttle_time_ms == 0
+        grown = c().call(37, 3, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="before", count=5000, assignments=[CreatePartitionsRequest.CreatePartitionsAssignment(
+                broker_ids=[0])])], timeout_ms=30000, validate_only=False))   # one assignment for 4999
+        assert grown.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and grown.throttle_time_ms == 0
         ok = create(c(), 6, ("ok", 1))                # the bucket is still full
         assert ok.topics[0].error_code == ErrorCode.NONE and ok.throttle_time_ms == 0

@@ -113,10 +113,8 @@ class CreateTopicsApi:
         partitions, rf = self._requested_partitions(t)
         placement = {"assignments": {a.partition_index: list(a.broker_ids) for a in t.assignments}} \
             if self._clustered and t.assignments else {}
-        if not validate_only:
-            quota.record(partitions)
         topic = await resolved(self.controller.create_topic(t.name, partitions, rf, configs, validate_only,
-                                                            **placement))
+                                                            on_valid=quota.record, **placement))
         if not show_configs:
             return CreateTopicsResponse.CreatableTopicResult(
                 name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=ErrorCode.NONE,
@@ -200,12 +198,12 @@ class CreateTopicsApi:
             _fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
         if t.count - len(topic.partition_states) > MAX_PARTITIONS_PER_REQUEST:
             _fail(ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
-        if not validate_only and t.count > len(topic.partition_states):
-            quota.record(t.count - len(topic.partition_states))
         if self._clustered:
-            # ZooKeeper's admin manager checks counts and placement against the topic's replication factor
+            # ZooKeeper's admin manager checks counts and placement against the topic's replication factor,
+            # then charges the quota for the partitions it adds
             assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
-            await self.controller.create_partitions(t.name, t.count, validate_only, assignments)
+            await self.controller.create_partitions(t.name, t.count, validate_only, assignments,
+                                                    on_valid=quota.record)
             return
         await resolved(self.controller.create_partitions(t.name, t.count, validate_only=True))  # count checks
         if t.assignments is not None:
@@ -217,6 +215,7 @@ class CreateTopicsApi:
             for a in t.assignments:
                 self.check_replicas(a.broker_ids, 1)
         if not validate_only:
+            quota.record(t.count - topic.partitions)        # after every check, as Kafka charges it
             await resolved(self.controller.create_partitions(t.name, t.count))
 
     @handles(37)

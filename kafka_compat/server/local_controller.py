@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
@@ -158,11 +159,16 @@ class LocalController:
         return partitions, replication_factor
 
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
-                     configs: dict[str, str] | None = None, validate_only: bool = False) -> Topic | None:
+                     configs: dict[str, str] | None = None, validate_only: bool = False,
+                     on_valid: Callable[[int], None] | None = None) -> Topic | None:
+        """`on_valid(partitions)` runs once every check has passed, before the topic is made (where the
+        controller mutation quota is charged, and may refuse)."""
         configs = dict(configs or {})
         partitions, _ = self.check_new_topic(name, partitions, replication_factor, configs)
         if validate_only:
             return None
+        if on_valid is not None:
+            on_valid(partitions)
         self._finish_deleting(name)
         topic = self._storage(f"record topic {name}", lambda: self.topics.create(name, partitions, configs))
         try:

@@ -172,15 +172,19 @@ class ZkAdminManager:
 
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
                      configs: dict[str, str] | None = None, validate_only: bool = False,
-                     assignments: Mapping[int, Sequence[int]] | None = None):
+                     assignments: Mapping[int, Sequence[int]] | None = None,
+                     on_valid: Callable[[int], None] | None = None):
         """A coroutine creating the topic (None when validate_only). A bad name raises here and now, so that
-        a caller that does not wait for the creation (Metadata's auto-creation) still reports it."""
+        a caller that does not wait for the creation (Metadata's auto-creation) still reports it.
+        `on_valid(partitions)` runs on the loop once every check has passed and before anything is written:
+        the controller mutation quota is charged there, as ZkAdminManager.createTopics does, and may refuse."""
         validate_name(name)
-        return self._create_topic(name, partitions, replication_factor, configs, validate_only, assignments)
+        return self._create_topic(name, partitions, replication_factor, configs, validate_only, assignments,
+                                  on_valid)
 
     async def _create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None,
-                            validate_only: bool, assignments: Mapping[int, Sequence[int]] | None
-                            ) -> CreatedTopic | None:
+                            validate_only: bool, assignments: Mapping[int, Sequence[int]] | None,
+                            on_valid: Callable[[int], None] | None = None) -> CreatedTopic | None:
         configs = dict(configs or {})
         if assignments:
             assignment = {int(p): list(r) for p, r in assignments.items()}
@@ -192,16 +196,18 @@ class ZkAdminManager:
                                                     rng=self._rng)
         validate_assignment(assignment)
         self.check_configs(configs)
-        topic_id = zd.random_uuid()
-        await asyncio.to_thread(self._create_topic_in_zookeeper, name, topic_id, assignment, configs, validate_only)
+        await asyncio.to_thread(self._validate_topic_create, name)
         if validate_only:
             return None
+        if on_valid is not None:
+            on_valid(len(assignment))
+        topic_id = zd.random_uuid()
+        await asyncio.to_thread(self._create_topic_with_assignment, name, topic_id, assignment, configs)
         self._topic_configs[name] = configs
         return CreatedTopic(name, topic_id, len(assignment), len(assignment[0]))
 
-    def _create_topic_in_zookeeper(self, name: str, topic_id: bytes, assignment: dict[int, list[int]],
-                                   configs: dict[str, str], validate_only: bool) -> None:
-        """AdminZkClient.validateTopicCreate against ZooKeeper, then createTopicWithAssignment."""
+    def _validate_topic_create(self, name: str) -> None:
+        """AdminZkClient.validateTopicCreate: the name is free in ZooKeeper, and collides with no other."""
         zk = self.zk
         validate_name(name)
         if zk.is_topic_marked_for_deletion(name):
@@ -216,8 +222,11 @@ class ZkAdminManager:
             if colliding:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
-        if validate_only:
-            return
+
+    def _create_topic_with_assignment(self, name: str, topic_id: bytes, assignment: dict[int, list[int]],
+                                      configs: dict[str, str]) -> None:
+        """AdminZkClient.createTopicWithAssignment: configs first, then the assignment that makes it a topic."""
+        zk = self.zk
         log.info("creating topic %s with configs %s and assignment %s", name, configs, assignment)
         zk.set_or_create_entity_configs("topics", name, configs)
         try:
@@ -238,12 +247,20 @@ class ZkAdminManager:
             log.info("topic %s is already marked for deletion", name)
 
     async def create_partitions(self, name: str, count: int, validate_only: bool = False,
-                                assignments: Sequence[Sequence[int]] | None = None) -> list[int]:
-        """Grow the topic to `count` partitions; the new partitions' ids."""
-        return await asyncio.to_thread(self._create_partitions, name, count, validate_only, assignments)
+                                assignments: Sequence[Sequence[int]] | None = None,
+                                on_valid: Callable[[int], None] | None = None) -> list[int]:
+        """Grow the topic to `count` partitions; the new partitions' ids. `on_valid(added)` runs on the loop
+        after the checks and before the write, as create_topic's does."""
+        topic, new = await asyncio.to_thread(self._new_partitions_assignment, name, count, assignments)
+        if not validate_only:
+            if on_valid is not None:
+                on_valid(len(new))
+            log.info("adding partitions %s to topic %s", new, name)
+            await asyncio.to_thread(self.zk.set_topic_assignment, name, topic.topic_id, {**topic.partitions, **new})
+        return sorted(new)
 
-    def _create_partitions(self, name: str, count: int, validate_only: bool,
-                           assignments: Sequence[Sequence[int]] | None) -> list[int]:
+    def _new_partitions_assignment(self, name: str, count: int, assignments: Sequence[Sequence[int]] | None):
+        """The topic's assignment as read, and the new partitions' replicas (createNewPartitionsAssignment)."""
         zk = self.zk
         topic = zk.get_topic_assignment(name)
         if topic is None or not topic.partitions:
@@ -271,10 +288,7 @@ class ZkAdminManager:
             self._validate_new_assignment(new, len(existing[0]), broker_ids)
         else:
             new = assign_new_partitions(name, existing, brokers, count)
-        if not validate_only:
-            log.info("adding partitions %s to topic %s", new, name)
-            zk.set_topic_assignment(name, topic.topic_id, {**topic.partitions, **new})
-        return sorted(new)
+        return topic, new
 
     @staticmethod
     def _validate_new_assignment(new: dict[int, list[int]], replication_factor: int, broker_ids: set[int]) -> None:
