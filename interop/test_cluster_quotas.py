@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
+import struct
 import sys
 from pathlib import Path
 
@@ -101,3 +103,37 @@ def test_a_quota_set_through_another_broker_throttles_the_controllers_create_top
                        "the controller to drop the quota")
     r = create(controller, next(names), 8)
     assert r.topics[0].error_code == ErrorCode.NONE and r.throttle_time_ms == 0
+
+
+def answered(broker, source: str) -> bool:
+    """ApiVersions on a new connection from `source`: answered, or closed unanswered."""
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT, source_address=(source, 0)) as s:
+        s.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))
+        try:
+            return len(s.recv(8)) == 8
+        except ConnectionResetError:
+            return False
+
+
+def test_an_ip_quota_set_through_one_broker_holds_off_connections_to_another(cluster):
+    """/config/ips/<ip>, as kafka-configs --entity-type ips writes it; every broker applies it from the
+    change notification, for connections to any of its listeners."""
+    first, second = cluster.brokers[0], cluster.brokers[1]
+    c = WireClient("127.0.0.1", first.port, timeout=WAIT)
+    try:
+        r = c.call(49, 1, A(validate_only=False, entries=[A.EntryData(
+            entity=[A.EntityData(entity_type="ip", entity_name="127.0.0.9")],
+            ops=[A.OpData(key="connection_creation_rate", value=1.0, remove=False)])]))
+        assert r.entries[0].error_code == ErrorCode.NONE
+        assert json.loads(cluster.zk.get("/config/ips/127.0.0.9")[0]) == {
+            "version": 1, "config": {"connection_creation_rate": "1"}}
+        # at 1 a second over Kafka's ten-window minimum, ten connections pass before the first is held off
+        cluster.wait_until(lambda: not answered(second, "127.0.0.9"), WAIT, "the second broker to apply the quota")
+        assert answered(second, "127.0.0.10")                  # other addresses are not held up
+        r = c.call(49, 1, A(validate_only=False, entries=[A.EntryData(
+            entity=[A.EntityData(entity_type="ip", entity_name="127.0.0.9")],
+            ops=[A.OpData(key="connection_creation_rate", value=0.0, remove=True)])]))
+        assert r.entries[0].error_code == ErrorCode.NONE
+    finally:
+        c.close()
+    cluster.wait_until(lambda: answered(second, "127.0.0.9"), WAIT, "the second broker to drop the quota")

@@ -22,8 +22,10 @@ def encode_request(api_key: int, version: int, body, correlation_id: int = 1, cl
 class WireClient:
     """Blocking client: `call(api_key, version, body)` returns the decoded response body."""
 
-    def __init__(self, host: str, port: int, timeout: float = 10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host: str, port: int, timeout: float = 10.0, source: str | None = None):
+        """``source``: the local address to connect from (any 127.x.y.z reaches a loopback listener)."""
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.correlation = 0
 
     def send_raw(self, data: bytes) -> None:

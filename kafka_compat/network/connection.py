@@ -49,6 +49,7 @@ from ..protocol.frames import (
 from ..protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, Authenticated, Close, SaslState, SendBytes, SendToken
 from ..security.acl import host_address
 from ..security.principal import ANONYMOUS, NoMatchingRule
+from .connection_quotas import normalize_ip
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +86,22 @@ class Connection(asyncio.BufferedProtocol):
         self.ahead_ok = False
         self.counted = False            # counted against max.connections / max.connections.per.ip
         self.mute: asyncio.Future | None = None     # the KIP-219 mute under way
+        self.waiting = False            # not yet taken by its listener (connection creation rates)
 
     # -- asyncio callbacks
     def connection_made(self, transport):
         self.transport = transport
         self.peer = transport.get_extra_info("peername")
+        if self.server.connection_quotas.rate_limited:
+            self.waiting = True
+            transport.pause_reading()   # nothing is read before the listener takes it, in its turn
+            self.server.accept_in_turn(self)
+            return
+        self.accept()
+
+    def accept(self) -> None:
+        """Count the connection against the limits, and start serving it or close it."""
+        transport = self.transport
         refused = self.server.connection_quotas.try_acquire(self.peer_ip)
         if refused is not None:
             log.info("closing %s: %s", self.peer, refused)
@@ -106,6 +118,9 @@ class Connection(asyncio.BufferedProtocol):
         security = self.security
         if security is not None:
             self.secure(security, transport.get_extra_info("ssl_object"))
+        if self.waiting:
+            self.waiting = False
+            transport.resume_reading()
 
     def secure(self, security, ssl_object) -> None:
         """Name the principal from the client certificate, and start SASL where the listener wants it."""
@@ -164,7 +179,12 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def peer_ip(self) -> str | None:
-        return self.peer[0] if isinstance(self.peer, tuple) and self.peer else None
+        if not isinstance(self.peer, tuple) or not self.peer:
+            return None                 # a Unix socket, or a transport that never had a peer
+        try:
+            return normalize_ip(self.peer[0])
+        except ValueError:
+            return self.peer[0]
 
     def close(self):
         self.closed = True

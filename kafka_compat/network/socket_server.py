@@ -11,6 +11,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections import deque
 from typing import Callable, Mapping
 
 from .connection import Connection, peer_closed
@@ -30,7 +31,7 @@ class SocketServer:
                  connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
                  security: Mapping | None = None, failed_authentication_delay_ms: int = 100,
                  request_done: Callable | None = None,
-                 connection_quotas: ConnectionQuotas | None = None):
+                 connection_quotas: ConnectionQuotas | None = None, inter_broker_listener: str | None = None):
         """``request_done(request, connection)``, if given, runs after each answer is written and returns
         the seconds to mute that connection for (KIP-219 throttling; 0 for none)."""
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
@@ -48,6 +49,10 @@ class SocketServer:
         self.ssl_handshake_timeout = connections_max_idle_ms / 1000 if connections_max_idle_ms else 60.0
         self.connections: set[Connection] = set()
         self.connection_quotas = connection_quotas or ConnectionQuotas()
+        self.inter_broker_listener = inter_broker_listener
+        self._in_turn: dict[str, deque[Connection]] = {}    # per listener: new connections waiting to be taken
+        self._acceptors: dict[str, asyncio.Task] = {}
+        self.held: set[Connection] = set()                  # waiting, or held off by their address's rate
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -80,11 +85,54 @@ class SocketServer:
             self._idle_timer = None
         for s in self.servers:
             s.close()
+        for task in self._acceptors.values():
+            task.cancel()
+        for conn in list(self.held):
+            conn.abort()
+        self.held.clear()
         for conn in list(self.connections):
             conn.close()
         for s in self.servers:
             await s.wait_closed()
         self.servers.clear()
+
+    # -- connection creation rates (KIP-612) ------------------------------------------------------
+    def accept_in_turn(self, conn: Connection) -> None:
+        """Queue a new connection for its listener, which takes them one at a time, as Kafka's acceptor."""
+        self.held.add(conn)
+        self._in_turn.setdefault(conn.listener, deque()).append(conn)
+        if conn.listener not in self._acceptors:
+            self._acceptors[conn.listener] = asyncio.get_running_loop().create_task(self._accept(conn.listener))
+
+    async def _accept(self, listener: str) -> None:
+        quotas = self.connection_quotas
+        queue = self._in_turn[listener]
+        # the inter-broker listener is spared the broker-wide rate, as long as clients have another
+        protected = listener == self.inter_broker_listener and len(self.endpoints) > 1
+        try:
+            while queue:
+                conn = queue.popleft()
+                if conn.closed:
+                    self.held.discard(conn)
+                    continue
+                wait_ms = quotas.record_connection(protected)
+                if wait_ms:
+                    # every connection behind this one waits too: the listener takes none meanwhile
+                    await asyncio.sleep(wait_ms / 1000)
+                    if conn.closed:
+                        self.held.discard(conn)
+                        continue
+                hold_ms = quotas.record_ip(conn.peer_ip, protected)
+                if hold_ms:
+                    log.info("closing %s after %d ms: connection_creation_rate of %s exceeded", conn.peer, hold_ms,
+                             conn.peer_ip)
+                    conn.close_later(hold_ms / 1000)
+                    asyncio.get_running_loop().call_later(hold_ms / 1000, self.held.discard, conn)
+                    continue
+                self.held.discard(conn)
+                conn.accept()
+        finally:
+            del self._acceptors[listener]
 
     def _schedule_sweep(self) -> None:
         """Every few seconds, close connections silent for connections.max.idle.ms, as Kafka's selector

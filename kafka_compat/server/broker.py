@@ -66,7 +66,7 @@ from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
-from .client_quota_manager import QuotaManagers
+from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers, desanitize
 from .client_quotas import ClientQuotasApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
@@ -79,7 +79,7 @@ from .describe_cluster import DescribeClusterApi
 from .describe_log_dirs import DescribeLogDirsApi
 from .describe_producers import DescribeProducersApi
 from .describe_topic_partitions import DescribeTopicPartitionsApi
-from .dynamic_broker_config import DynamicBrokerConfig, topic_defaults_changed
+from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
 from .fetch import FetchApi
@@ -209,6 +209,7 @@ class Broker:
         self.broker_topic_stats = BrokerTopicStats()
         self.controller_metrics = ControllerMetrics()
         self.dynamic_config: DynamicConfigManager | None = None
+        self.connection_quotas: ConnectionQuotas | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -248,7 +249,7 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        connection_quotas = self._connection_quotas()       # a bad overrides value stops us before any work
+        connection_quotas = self.connection_quotas = self._connection_quotas()   # bad overrides stop us here
         if self._retain_freed_buffers:
             retain_freed_buffers()
         # startup makes millions of long-lived objects at 50,000 partitions and few cycles: the
@@ -284,6 +285,10 @@ class Broker:
             store = (ZkConfigStore(await asyncio.to_thread(self._stores_zk_client)) if cfg["zookeeper.connect"]
                      else LocalConfigStore(self.log_dirs[0]))
         self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
+        self.dynamic_config.register_handler("ips", ip_config_handler(self.connection_quotas))
+        self.dynamic_config.broker_config.add_validator(
+            lambda candidate: parse_overrides(candidate["max.connections.per.ip.overrides"]))
+        self.dynamic_config.broker_config.add_reconfigurable(connection_limits_changed(cfg, self.connection_quotas))
         await self.dynamic_config.startup()
 
     async def _start_prometheus(self) -> None:
@@ -331,7 +336,7 @@ class Broker:
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
             failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
-            connection_quotas=connection_quotas)
+            connection_quotas=connection_quotas, inter_broker_listener=cfg.inter_broker_listener_name)
 
     async def _start_socket_server(self, connection_quotas: ConnectionQuotas) -> None:
         self.socket_server = self._new_socket_server(connection_quotas)
@@ -514,7 +519,9 @@ class Broker:
             overrides = parse_overrides(cfg["max.connections.per.ip.overrides"])
         except ValueError as e:
             raise BrokerStartError(str(e)) from e
-        return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides)
+        return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides,
+                                max_connection_rate=cfg["max.connection.creation.rate"],
+                                samples=cfg["quota.window.num"], window_seconds=cfg["quota.window.size.seconds"])
 
     def _security(self) -> None:
         """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
@@ -877,6 +884,25 @@ class Broker:
         e = info.endpoint(listener) if listener is not None else None
         e = e or info.endpoints[0]
         return e.host, e.port
+
+
+def ip_config_handler(quotas: ConnectionQuotas):
+    """Kafka's IpConfigHandler: an ip entity's connection_creation_rate, for new connections on every listener."""
+    def changed(name: str, configs: dict[str, str]) -> None:
+        rate = configs.get(CONNECTION_CREATION_RATE)
+        ip = None if name == DEFAULT else desanitize(name)
+        quotas.update_ip_connection_rate(ip, None if rate is None else int(float(rate)))
+    return changed
+
+
+def connection_limits_changed(config, quotas: ConnectionQuotas):
+    """Kafka's DynamicConnectionQuota: new limits and rate for the connections that come next."""
+    def reconfigure(changed: set[str]) -> None:
+        if changed & set(CONNECTION_CONFIGS):
+            quotas.update(max_connections=config["max.connections"], max_per_ip=config["max.connections.per.ip"],
+                          per_ip_overrides=parse_overrides(config["max.connections.per.ip.overrides"]),
+                          max_connection_rate=config["max.connection.creation.rate"])
+    return reconfigure
 
 
 def replace_handlers(handlers: list, replacements: list) -> list:

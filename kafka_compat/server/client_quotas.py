@@ -7,8 +7,8 @@ types and their combination, non-empty names, known keys, values above 0, byte
 rates integral, no key twice; an invalid entry fails alone with INVALID_REQUEST
 and Kafka's message. controller_mutation_rate is enforced on CreateTopics,
 CreatePartitions and DeleteTopics (controller_mutation_quota.py);
-connection_creation_rate is accepted and stored like the others but not
-enforced (new connections are not throttled).
+connection_creation_rate on new connections from the address
+(network/connection_quotas.py).
 """
 from __future__ import annotations
 

@@ -6,15 +6,16 @@ Kafka's default. Validation follows Kafka's: a static setting, a security
 setting without a listener prefix, a badly typed value, or a per-broker setting
 at the cluster level is refused with INVALID_REQUEST and Kafka's message; the
 whole resulting config must still be valid. Settings Kafka can change live but
-kafka-compat does not apply at runtime (listeners, TLS/SASL, connection limits,
-cleaner threads...) are refused with POLICY_VIOLATION, as an alter.config.policy
+kafka-compat does not apply at runtime (listeners, TLS/SASL, per-listener
+limits, cleaner threads...) are refused with POLICY_VIOLATION, as an alter.config.policy
 would, rather than stored and silently ignored.
 
 What is applied: every broker default of a topic setting (log.retention.*,
 log.segment.bytes, log.roll.*, message.max.bytes, log.cleanup.policy, ...): each
 hosted topic's log config is recomputed, its own overrides still on top; the
-thread counts (accepted and unused, as when static); and the replication
-throttle rates (read by whoever throttles replication through `current`).
+thread counts (accepted and unused, as when static); the connection limits and
+max.connection.creation.rate (for new connections: open ones stay); and the
+replication throttle rates (read by whoever throttles replication through `current`).
 """
 from __future__ import annotations
 
@@ -47,10 +48,13 @@ PER_BROKER_CONFIGS = DYNAMIC_SECURITY_CONFIGS | {"listeners", "advertised.listen
                                                  "listener.security.protocol.map"}
 THREAD_COUNT_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                         "background.threads")
+# Kafka's DynamicConnectionQuota: applied by the broker's reconfigurable, checked by its validator
+CONNECTION_CONFIGS = ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+                      "max.connection.creation.rate")
 TOPIC_DEFAULT_CONFIGS = frozenset(s.name for synonyms in TOPIC_CONFIG_SYNONYMS.values() for s in synonyms)
 # what this broker applies at runtime
 APPLIED_CONFIGS = frozenset((TOPIC_DEFAULT_CONFIGS & DYNAMIC_BROKER_CONFIGS) | set(THREAD_COUNT_CONFIGS)
-                            | set(BROKER_QUOTA_CONFIG_DEF))
+                            | set(CONNECTION_CONFIGS) | set(BROKER_QUOTA_CONFIG_DEF))
 
 
 def _set(names) -> str:
@@ -70,12 +74,17 @@ class DynamicBrokerConfig:
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[str, str] = {}
         self.reconfigurables: list[Callable[[set[str]], None]] = []
+        self.validators: list[Callable[[BrokerConfig], None]] = []
 
     @property
     def current(self) -> dict:
         """Typed values of the dynamic-only settings (replication throttles), default where unset."""
         merged = {**self.dynamic_default, **self.dynamic_broker}
         return BROKER_QUOTA_CONFIG_DEF.parse({k: v for k, v in merged.items() if k in BROKER_QUOTA_CONFIG_DEF})
+
+    def add_validator(self, check: Callable[[BrokerConfig], None]) -> None:
+        """``check(candidate)`` raises ValueError or ConfigError when a change would make an unusable config."""
+        self.validators.append(check)
 
     def add_reconfigurable(self, callback: Callable[[set[str]], None]) -> None:
         """``callback(changed names)`` after every change that altered a value (on the event loop)."""
@@ -107,7 +116,9 @@ class DynamicBrokerConfig:
         try:
             candidate = BrokerConfig({**self.config.originals, **_known(default), **_known(broker)})
             log_config(candidate, {})          # the new topic defaults must make a valid LogConfig
-        except ConfigError as e:
+            for check in self.validators:
+                check(candidate)
+        except (ConfigError, ValueError) as e:
             raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
         self._validate_thread_counts(candidate)
         ignored = sorted(n for n in props if n not in APPLIED_CONFIGS and

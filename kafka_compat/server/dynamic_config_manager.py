@@ -1,10 +1,11 @@
 """DynamicConfigManager: dynamic entity configs from the config store, applied to this broker.
 
 Kafka's DynamicConfigManager with its config handlers: at startup every stored
-client, user, (user, client-id) and broker config is read and applied; after
+client, user, (user, client-id), broker and ip config is read and applied; after
 that each change notification re-reads the entity and applies it again. Quotas
 go to the QuotaManagers, `brokers/<id>` and `brokers/<default>` to
-DynamicBrokerConfig. A change made through this broker (AlterClientQuotas,
+DynamicBrokerConfig, `ips/<ip>` to the connection quotas (the broker registers that
+handler). A change made through this broker (AlterClientQuotas,
 IncrementalAlterConfigs) is written to the store, then applied here at once,
 so the next request already sees it; other brokers apply it from the
 notification. Other entity types (topics in a ZooKeeper cluster) can be handled
@@ -51,8 +52,9 @@ class DynamicConfigManager:
 
     def _load_all(self) -> list[tuple[str, str, dict[str, str]]]:
         out = []
-        for entity_type in ("clients", "users", "brokers"):
-            out += [(entity_type, n, c) for n, c in self.store.all_entity_configs(entity_type).items()]
+        for entity_type in ("clients", "users", "brokers", "ips"):
+            out += [(entity_type, n, c) for n, c in self.store.all_entity_configs(entity_type).items()
+                    if entity_type in self.handlers]
         out += [("users", n, c) for n, c in self.store.all_user_client_configs().items()]
         return out
 

@@ -1,0 +1,1 @@
+"""Measurements shared by the quotas of the network and server layers."""

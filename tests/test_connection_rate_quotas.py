@@ -1,0 +1,152 @@
+"""Connection creation rates (KIP-612) and connection limits changed at runtime, on a real broker.
+
+An `ip` client quota's connection_creation_rate (set with AlterClientQuotas, for one address or the
+default ip) holds a connection over the rate unanswered for its throttle time and then closes it,
+without counting it. max.connection.creation.rate makes the listener wait before it takes the next
+connection; nothing is refused. With Kafka's default windows (11 of 1 s) a rate is measured over at
+least 10 s, so a quota of 2 per second lets 20 connections through at once and holds off the 21st:
+its rate is 21 / 10 s, and it waits (2.1 - 2) / 2 x 10 s = 500 ms.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from test_quotas import alter, describe
+from wire import WireClient
+
+from kafka_compat.network.connection_quotas import UNLIMITED, ConnectionQuotas
+from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
+from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
+from kafka_compat.testing import EmbeddedBroker
+
+RATE = "connection_creation_rate"
+API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 7, -1)      # ApiVersions v0, correlation id 7
+
+
+def answered(port: int, source: str = "127.0.0.1") -> bool:
+    """A new connection from `source` sends ApiVersions: True if answered, False if closed unanswered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0)) as s:
+        s.sendall(API_VERSIONS_V0)
+        try:
+            head = s.recv(8)
+        except ConnectionResetError:
+            return False
+        if not head:
+            return False
+        assert struct.unpack(">i", head[4:8])[0] == 7
+        return True
+
+
+def set_rate(broker, ip: str | None, rate: int | None) -> None:
+    c = WireClient("127.0.0.1", broker.port)
+    try:
+        assert alter(c, {"ip": ip}, {RATE: rate}) == (ErrorCode.NONE, None)
+    finally:
+        c.close()
+
+
+def alter_broker(broker, configs: dict[str, str], source: str = "127.0.0.2"):
+    """IncrementalAlterConfigs SET on broker 0, from an address of its own (not the one under test)."""
+    c = WireClient("127.0.0.1", broker.port, source=source)
+    try:
+        r = c.call(44, 0, IAC(resources=[IAC.AlterConfigsResource(resource_type=4, resource_name="0", configs=[
+            IAC.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])],
+            validate_only=False))
+    finally:
+        c.close()
+    return r.responses[0].error_code, r.responses[0].error_message
+
+
+def test_rates_measured_as_kafka_measures_a_quota():
+    now = [0]
+    q = ConnectionQuotas(samples=11, window_seconds=1, clock=lambda: now[0])
+    assert not q.rate_limited and q.record_ip("10.0.0.1") == 0
+    q.update_ip_connection_rate("10.0.0.1", 2)
+    assert q.rate_limited
+    assert [q.record_ip("10.0.0.1") for _ in range(20)] == [0] * 20       # 20 in the first 10 s: 2 per second
+    assert q.record_ip("10.0.0.1") == 500                                 # 21 / 10 s: 500 ms brings it to 2
+    assert q.record_ip("10.0.0.1") == 500                                 # the refused one was taken back
+    assert q.record_ip("10.0.0.2") == 0                                   # another address: no quota
+    q.update_ip_connection_rate(None, 1)                                  # the default ip entity
+    assert [q.record_ip("10.0.0.2") for _ in range(10)] == [0] * 10
+    assert q.record_ip("10.0.0.2") == 1000                                # (1.1 - 1) / 1 x 10 s, capped at a window
+    assert q.record_ip("10.0.0.1") == 500                                 # its own quota outranks the default
+    q.update_ip_connection_rate("10.0.0.1", None)                         # back to the default (1): further over
+    assert q.record_ip("10.0.0.1") == 1000
+    now[0] = 20_000                                                       # a quiet window: the rate has decayed
+    assert q.record_ip("10.0.0.1") == 0
+    q.update_ip_connection_rate(None, None)
+    assert not q.rate_limited
+
+    b = ConnectionQuotas(max_connection_rate=2, samples=11, window_seconds=1, clock=lambda: now[0])
+    assert b.rate_limited and [b.record_connection() for _ in range(20)] == [0] * 20
+    assert b.record_connection() == 500 and b.record_connection(protected=True) == 0
+    b.update(max_connection_rate=UNLIMITED)
+    assert b.record_connection() == 0 and not b.rate_limited
+
+
+def test_an_ip_quota_holds_off_connections_over_its_rate_and_closes_them():
+    with EmbeddedBroker() as b:
+        set_rate(b, "127.0.0.1", 2)
+        got = [answered(b.port) for _ in range(21)]
+        assert got == [True] * 20 + [False], got
+        assert answered(b.port, source="127.0.0.2")           # another address is not held up
+        c = WireClient("127.0.0.1", b.port, source="127.0.0.2")
+        assert describe(c, [("ip", 0, "127.0.0.1")]) == {(("ip", "127.0.0.1"),): {RATE: 2.0}}
+        c.close()
+        set_rate(b, "127.0.0.1", None)
+        assert answered(b.port)
+
+
+def test_the_default_ip_quota_is_kept_across_a_restart():
+    with EmbeddedBroker() as b:
+        set_rate(b, None, 1)
+        assert [answered(b.port) for _ in range(10)] == [True] * 10
+        assert not answered(b.port)
+        b.restart()                                            # loaded from dynamic-config.json: a new rate
+        assert [answered(b.port, source="127.0.0.3") for _ in range(10)] == [True] * 10
+        assert not answered(b.port, source="127.0.0.3")
+        c = WireClient("127.0.0.1", b.port, source="127.0.0.4")
+        assert alter(c, {"ip": None}, {RATE: None}) == (ErrorCode.NONE, None)
+        c.close()
+        assert answered(b.port, source="127.0.0.3")
+
+
+def test_the_broker_creation_rate_makes_the_listener_wait_and_refuses_nothing():
+    with EmbeddedBroker({"max.connection.creation.rate": 2}) as b:
+        assert [answered(b.port) for _ in range(20)] == [True] * 20
+        start = time.monotonic()
+        assert answered(b.port)                                # the 21st is taken, but only after 500 ms
+        assert time.monotonic() - start >= 0.45
+
+
+def test_connection_limits_change_at_runtime():
+    with EmbeddedBroker() as b:
+        held = [WireClient("127.0.0.1", b.port) for _ in range(3)]
+        for c in held:                                         # answered: counted by the broker
+            assert c.call(18, 0, ApiVersionsRequest()).error_code == ErrorCode.NONE
+        assert answered(b.port)
+        assert alter_broker(b, {"max.connections.per.ip.overrides": "127.0.0.1"})[0] == ErrorCode.INVALID_REQUEST
+        assert alter_broker(b, {"max.connections.per.ip": "3"}) == (ErrorCode.NONE, None)
+        assert not answered(b.port)                            # three open already: a fourth is over the limit
+        assert answered(b.port, source="127.0.0.2")
+        assert alter_broker(b, {"max.connections.per.ip.overrides": "127.0.0.1:10"}) == (ErrorCode.NONE, None)
+        assert answered(b.port)
+        assert alter_broker(b, {"max.connections": "3"}) == (ErrorCode.NONE, None)
+        assert not answered(b.port, source="127.0.0.3")        # three held: the broker is full
+        for c in held:
+            c.close()
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_an_ip_quota_must_be_positive(value):
+    with EmbeddedBroker() as b:
+        c = WireClient("127.0.0.1", b.port)
+        code, _ = alter(c, {"ip": "127.0.0.1"}, {RATE: int(value)})
+        assert code == ErrorCode.INVALID_REQUEST
+        c.close()
+        assert answered(b.port)
