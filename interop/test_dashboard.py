@@ -51,7 +51,9 @@ def run_fixture(tmp_path_factory):
     """Prometheus's URL, the job it scrapes the broker as, and the workload's [start, end]."""
     require(shutil.which("prometheus"), "prometheus")
     metrics_port = free_port()
-    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{metrics_port}", "num.partitions": 3}) as broker:
+    # no initial rebalance delay: the group's members must heartbeat twice within the 8 s workload
+    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{metrics_port}", "num.partitions": 3,
+                         "group.initial.rebalance.delay.ms": 0}) as broker:
         prom, url = start_prometheus([f"127.0.0.1:{metrics_port}"], tmp_path_factory.mktemp("prometheus"))
         try:
             deadline = time.monotonic() + 30

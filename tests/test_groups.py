@@ -148,7 +148,11 @@ async def members(b, group: str, n: int, **kw) -> list[Member]:
 
 async def stable_group(b, group: str, n: int, **kw) -> tuple[list[Member], dict[str, bytes]]:
     """n members joined in one generation, the leader's assignment synced: (members, assignments)."""
-    ms = await members(b, group, n, **kw)
+    return await settled(await members(b, group, n, **kw))
+
+
+async def settled(ms: list[Member]) -> tuple[list[Member], dict[str, bytes]]:
+    """These members joined in one generation and synced: (members, assignments)."""
     # group.initial.rebalance.delay.ms (100 here) gathers members that start together in one generation
     joined = await asyncio.gather(*(m.join() for m in ms))
     assert len({r.generation_id for r in joined}) == 1
@@ -350,7 +354,9 @@ def test_heartbeat_errors(tmp_path):
 def test_session_timeout_removes_a_silent_member_and_the_group_rebalances(tmp_path):
     async def scenario():
         async with running(tmp_path) as b:
-            (alive, silent), _ = await stable_group(b, "g", 2, session_ms=300)
+            # the silent member's session is short; the live one's long, so no stall of the loop expires it
+            (alive, silent), _ = await settled([Member(await connect(b), "g", session_ms=10000),
+                                                Member(await connect(b), "g", session_ms=300)])
             gen = alive.generation
             # only `alive` heartbeats; the other went away without LeaveGroup
             await until(lambda: _rebalancing(alive), "the silent member's session to expire")

@@ -120,7 +120,11 @@ def test_counters_equal_what_was_sent_while_clients_run(broker):
             fetches += 1
             fetched += len(part.records)
             offset = part.high_watermark
-        time.sleep(1.0)
+        time.sleep(1.0)                 # the background scrapes see the counters grow
+        deadline = time.monotonic() + 30    # and the background consumer's group exists (a slow machine: later)
+        while not value(samples(scrape(broker)), "kafka_coordinator_group_groupmetadatamanager_numgroups") \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
     finally:
         stop.set()
         bg.join(30)

@@ -401,7 +401,7 @@ def test_an_expired_transaction_is_fenced_and_aborted_and_an_idle_id_expires(tmp
             b.controller.create_topic("t", 1, 1, {})
             c = await connect(b)
             t = Txn(c, "slow")
-            await t.init(timeout_ms=200)
+            await t.init(timeout_ms=1000)       # room for AddPartitions and Produce on a stalled loop
             await t.add("t", 0)
             await t.produce("t", 0, 2)
             out = {"aborted": await t.settled("CompleteAbort")}

@@ -100,6 +100,9 @@ class Result:
                 f"history: {self.history.summary() if self.history else 'not checked'}")
 
 
+COMPANION_MIN_ACKS = 101
+
+
 class Probe(threading.Thread):
     """Runs the probe process (probe.py) and collects its round trips: (time into the run, seconds)."""
 
@@ -316,6 +319,8 @@ def _run(frames, connections, mutator, broker, companion, companion_rate, progre
             result.seconds = time.monotonic() - t0
             fuzzer.left = 0
             if mate is not None:
+                if broker.proc.poll() is None:
+                    mate.wait_for_acks(COMPANION_MIN_ACKS, 60)   # a history worth checking, however short the run
                 mate.stop()
                 if broker.proc.poll() is None:
                     mate.read_all()

@@ -40,6 +40,15 @@ class Companion:
                 self._threads.append(t)
         return self
 
+    def wait_for_acks(self, count: int, timeout: float) -> bool:
+        """Let the producers run until `count` records are acknowledged (a fast fuzzer may finish first)."""
+        deadline = time.monotonic() + timeout
+        while sum(1 for e in list(self.history.events) if e[0] == "ack") < count:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def stop(self) -> None:
         self._stop.set()
         for t in self._threads:
