@@ -9,6 +9,7 @@ its rate is 21 / 10 s, and it waits (2.1 - 2) / 2 x 10 s = 500 ms (less as the w
 """
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
@@ -17,10 +18,14 @@ import pytest
 from test_quotas import alter, describe
 from wire import WireClient
 
+from kafka_compat.endpoint import EndPoint, SecurityProtocol
 from kafka_compat.network.connection_quotas import UNLIMITED, ConnectionQuotas
+from kafka_compat.network.socket_server import SocketServer
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
+from kafka_compat.server.api_versions import ApiVersionsApi
+from kafka_compat.server.kafka_apis import KafkaApis
 from kafka_compat.testing import EmbeddedBroker
 
 RATE = "connection_creation_rate"
@@ -39,6 +44,24 @@ def answered(port: int, source: str = "127.0.0.1") -> bool:
             return False
         assert struct.unpack(">i", head[4:8])[0] == 7
         return True
+
+
+def answers(port: int, n: int) -> list[bool]:
+    """`n` connections made at once, each sending ApiVersions: which are answered (not closed unanswered)."""
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(n)]
+    try:
+        for s in socks:
+            s.sendall(API_VERSIONS_V0)
+        out = []
+        for s in socks:
+            try:
+                out.append(len(s.recv(8)) == 8)
+            except ConnectionResetError:
+                out.append(False)
+        return out
+    finally:
+        for s in socks:
+            s.close()
 
 
 def set_rate(broker, ip: str | None, rate: int | None, source: str | None = None) -> None:
@@ -151,3 +174,23 @@ def test_an_ip_quota_must_be_positive(value):
         assert code == ErrorCode.INVALID_REQUEST
         c.close()
         assert answered(b.port)
+
+
+def test_connections_waiting_their_turn_are_bounded_by_the_backlog():
+    """Kafka's waiting acceptor leaves connections in the kernel's backlog, which drops what overflows;
+    here they are accepted already, so once `max_waiting` wait, the next are closed at once, unread."""
+    async def scenario():
+        # two 1 s windows at 1 a second: the first connection passes, each later one waits up to a second
+        quotas = ConnectionQuotas(max_connection_rate=1, samples=2, window_seconds=1)
+        server = SocketServer([EndPoint("PLAINTEXT", "127.0.0.1", 0, SecurityProtocol.PLAINTEXT)],
+                              KafkaApis([ApiVersionsApi({18: (0, 3)})]).handle, {18: (0, 3)}, max_request_bytes=1 << 20, max_waiting=3,
+                              connection_quotas=quotas)
+        await server.start()
+        try:
+            return await asyncio.to_thread(answers, server.bound[0].port, 8)
+        finally:
+            await server.stop()
+
+    got = asyncio.run(scenario())
+    # at most the first and the three that waited are served; the rest found the queue full
+    assert 1 <= got.count(True) <= 4 and got.count(False) >= 4, got

@@ -31,7 +31,8 @@ class SocketServer:
                  connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
                  security: Mapping | None = None, failed_authentication_delay_ms: int = 100,
                  request_done: Callable | None = None,
-                 connection_quotas: ConnectionQuotas | None = None, inter_broker_listener: str | None = None):
+                 connection_quotas: ConnectionQuotas | None = None, inter_broker_listener: str | None = None,
+                 max_waiting: int | None = None):
         """``request_done(request, connection)``, if given, runs after each answer is written and returns
         the seconds to mute that connection for (KIP-219 throttling; 0 for none)."""
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
@@ -53,6 +54,7 @@ class SocketServer:
         self._in_turn: dict[str, deque[Connection]] = {}    # per listener: new connections waiting to be taken
         self._acceptors: dict[str, asyncio.Task] = {}
         self.held: set[Connection] = set()                  # waiting, or held off by their address's rate
+        self.max_waiting = backlog if max_waiting is None else max_waiting
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -98,7 +100,15 @@ class SocketServer:
 
     # -- connection creation rates (KIP-612) ------------------------------------------------------
     def accept_in_turn(self, conn: Connection) -> None:
-        """Queue a new connection for its listener, which takes them one at a time, as Kafka's acceptor."""
+        """Queue a new connection for its listener, which takes them one at a time, as Kafka's acceptor.
+        Kafka's waiting acceptor leaves new connections in the kernel's backlog, and a full backlog drops
+        them; here they are accepted already, so at most `max_waiting` (the backlog's size) wait and any
+        more are closed at once."""
+        if len(self.held) >= self.max_waiting:
+            log.debug("closing %s: %d connections wait already", conn.peer, len(self.held))
+            conn.closed = True
+            conn.transport.abort()
+            return
         self.held.add(conn)
         self._in_turn.setdefault(conn.listener, deque()).append(conn)
         if conn.listener not in self._acceptors:
