@@ -10,6 +10,7 @@ from replication_harness import TOPIC_ID, Cluster, LocalLink, batch, until
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.fetch import FetchRequest
+from kafka_compat.server.fetch_session import FetchSessionCache
 
 PARTITIONS = 4
 
@@ -94,8 +95,9 @@ def test_an_incremental_answer_carries_only_partitions_with_news(tmp_path):
         out["stale_epoch"] = (await f.fetch(sid, 3, {})).error_code
         out["unknown"] = (await f.fetch(sid + 1, 1, {})).error_code
         out["next"] = (await f.fetch(sid, 4, {})).error_code
-        consumer = await f.fetch(0, 0, {0: 0}, replica=False)     # consumers are declined: full answers
+        consumer = await f.fetch(0, 0, {0: 0}, replica=False)     # consumers get sessions too
         out["consumer"] = (consumer.session_id, answered(consumer))
+        out["consumer_next"] = answered(await f.fetch(consumer.session_id, 1, {0: 2}, replica=False))
         out["sessions"] = len(sessions(c[0]))
         out["closed"] = ((await f.fetch(sid, -1, {0: 2})).session_id, len(sessions(c[0])))
         return out
@@ -111,9 +113,10 @@ def test_an_incremental_answer_carries_only_partitions_with_news(tmp_path):
     assert out["stale_epoch"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
     assert out["unknown"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert out["next"] == ErrorCode.NONE                           # the stale request did not move the epoch
-    assert out["consumer"][0] == 0 and set(out["consumer"][1]) == {0} and out["consumer"][1][0][2] > 0
-    assert out["sessions"] == 1
-    assert out["closed"] == (0, 0)                                  # epoch -1 closes the session
+    assert out["consumer"][0] != 0 and set(out["consumer"][1]) == {0} and out["consumer"][1][0][2] > 0
+    assert out["consumer_next"] == {}                               # the consumer's session: nothing new
+    assert out["sessions"] == 2
+    assert out["closed"] == (0, 1)                                  # epoch -1 closes the session
 
 
 def test_a_follower_names_only_what_changed_and_copies_every_partition(tmp_path):
@@ -161,3 +164,47 @@ def test_a_follower_whose_session_the_leader_lost_starts_again_and_catches_up(tm
     assert len(opened) >= 2                              # the first session, and the one after the loss
     assert opened[-1].session_id == 0                    # an unknown session is not named again
     assert named(opened[-1]) == {(True, 0), (True, 1)}
+
+
+def test_answered_partitions_go_to_the_end_of_the_session(tmp_path):
+    """Kafka's rotation: a partition an incremental answer carried is read last next time, so under a byte
+    limit the others get their turn."""
+    async def scenario(c):
+        for p in range(3):
+            c.lead(0, 0, isr=(0,), replicas=(0, 1), index=p, to=[0])
+        f = Follower(c)
+        full = await f.fetch(0, 0, {0: 0, 1: 0, 2: 0}, replica=False)
+        sid, order = full.session_id, []
+        await done(c[0].produce(1, batch(b"a"), index=0))
+        news = await f.fetch(sid, 1, {})                        # partition 0 answered: it goes last
+        order.append([p.partition_index for t in news.responses for p in t.partitions])
+        for p in range(3):
+            await done(c[0].produce(1, batch(b"b"), index=p))
+        news = await f.fetch(sid, 2, {0: 1})                    # the consumer moved on in partition 0
+        order.append([p.partition_index for t in news.responses for p in t.partitions])
+        return order
+
+    assert run(tmp_path, scenario) == [[0], [1, 2, 0]]
+
+
+def test_a_full_cache_evicts_as_kafka_does():
+    now = [0]
+    cache = FetchSessionCache(max_slots=2, eviction_ms=1000, clock=lambda: now[0])
+    small = cache.create(True, privileged=False, size=1)
+    big = cache.create(True, privileged=False, size=5)
+    small.partitions = dict.fromkeys(range(1))
+    big.partitions = dict.fromkeys(range(5))
+    assert cache.create(True, privileged=False, size=9) is None     # both new: no consumer may evict them
+    follower = cache.create(True, privileged=True, size=1)           # a follower evicts the smallest consumer
+    assert follower is not None and set(cache.sessions) == {big.id, follower.id}
+    assert cache.create(True, privileged=True, size=1) is not None   # ...and the other one
+    assert big.id not in cache.sessions
+    now[0] = 1500                                                     # created long enough ago, and in use
+    for s in list(cache.sessions.values()):
+        cache.get(s.id)
+    assert cache.create(True, privileged=False, size=3) is None      # a consumer does not outrank a follower
+    bigger = cache.create(True, privileged=True, size=1)              # a follower with more partitions does
+    assert bigger is not None and len(cache) == 2
+    now[0] = 2600                                                     # unused for 1.1 s: the stalest goes
+    cache.get(bigger.id)
+    assert cache.create(True, privileged=False, size=0) is not None and bigger.id in cache.sessions

@@ -4,8 +4,8 @@ The partition data's records are `FileRecords`: slices of segment files that
 the connection sends with `os.sendfile`, so record bytes never pass through
 Python. A fetch that finds fewer than MinBytes waits in the fetch purgatory
 (DelayedFetch) until an append brings enough or MaxWaitMs passes. Followers
-get incremental fetch sessions (fetch_session.py); consumers' requests for one
-are declined (SessionId 0), which Kafka's protocol allows: they send full requests.
+and consumers get incremental fetch sessions (fetch_session.py), followers first
+when the cache is full. A throttled answer opens no session and keeps the one named.
 From v16 a partition whose leader moved names the current leader and its address
 (KIP-951, current_leader.py), in an incremental response too (an error is always sent).
 """
@@ -98,7 +98,7 @@ class FetchApi:
                              client_rack=(req.rack_id or "") if v >= 11 and replica_id < 0 else None)
         auth = self.auth
         follower_denied = replica_id >= 0 and not auth.authorize_cluster(request, CLUSTER_ACTION)
-        topics, session, error = self._session(request, replica_id >= 0 and not follower_denied)
+        topics, session, error = self._session(request, not follower_denied, privileged=replica_id >= 0)
         if error:
             return FetchResponse(throttle_time_ms=0, error_code=error, session_id=0, responses=[])
         names = []              # per topic: its name, None for an unknown topic id, DENIED if refused
@@ -124,7 +124,7 @@ class FetchApi:
             return self._respond_later(request, topics, names, results, session)
         return self._respond(request, topics, names, results, session)
 
-    def _session(self, request, may_have_session: bool):
+    def _session(self, request, may_have_session: bool, privileged: bool):
         """Kafka's FetchManager.newContext: (the topics to read, the session or None, a top-level error).
 
         Epoch -1 is a full request without a session, 0 a full request that opens one (either closes the
@@ -139,7 +139,9 @@ class FetchApi:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id:
                 self.sessions.remove(session_id)
-            session = self.sessions.create(uses_ids) if epoch == INITIAL_EPOCH and may_have_session else None
+            size = sum(len(t.partitions) for t in req.topics)
+            session = self.sessions.create(uses_ids, privileged, size) \
+                if epoch == INITIAL_EPOCH and may_have_session else None
             if session is not None:
                 self._update(session, req)
             return req.topics, session, ErrorCode.NONE
@@ -192,13 +194,22 @@ class FetchApi:
         throttle = 0 if from_follower else self._throttle(request, results)
         request.throttle_time_ms = throttle
         if throttle:
-            # KIP-219: a throttled fetch is answered at once, empty, and the connection muted
-            return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
+            # KIP-219: a throttled fetch is answered at once, empty, and the connection muted. As Kafka's
+            # getThrottledResponse: a full request gets no session, an incremental one keeps its own
+            session_id = 0
+            if session is not None:
+                if req.session_epoch > INITIAL_EPOCH:
+                    session_id = session.id
+                else:
+                    self.sessions.remove(session.id)
+            return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=session_id,
+                                 responses=[])
         committed = req.isolation_level == READ_COMMITTED if v >= 4 else False
         out_topics = []
         i = 0
         incremental = session is not None and req.session_epoch > INITIAL_EPOCH
         cache = session.partitions if session is not None else None
+        answered = []               # an incremental answer's partitions, which go to the end of the session
         leaders = None
         for t, name in zip(topics, names):
             parts = []
@@ -215,10 +226,14 @@ class FetchApi:
                     i += 1
                 if cache is not None:
                     cached = cache.get((topic_key, p.partition))
-                    if cached is not None and not cached.must_respond(
-                            pd.error_code, pd.high_watermark, pd.log_start_offset, bool(len(pd.records)),
-                            pd.diverging_epoch.epoch >= 0) and incremental:
-                        continue
+                    if cached is not None:
+                        if not cached.must_respond(pd.error_code, pd.high_watermark, pd.log_start_offset,
+                                                   bool(len(pd.records)), pd.diverging_epoch.epoch >= 0,
+                                                   pd.preferred_read_replica >= 0):
+                            if incremental:
+                                continue
+                        elif incremental:
+                            answered.append((topic_key, p.partition))
                 if pd.error_code and v >= 16 and pd.error_code in LEADER_MOVED:
                     if leaders is None:
                         leaders = CurrentLeaders(self.replica_manager, self.metadata_cache, listener_of(request),
@@ -228,6 +243,8 @@ class FetchApi:
             if parts or not incremental:
                 out_topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
                                                                        partitions=parts))
+        if answered:
+            session.rotate(answered)
         return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
                              session_id=session.id if session is not None else 0, responses=out_topics,
                              node_endpoints=leaders.endpoints() if leaders is not None else [])
