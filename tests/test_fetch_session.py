@@ -10,6 +10,7 @@ from replication_harness import TOPIC_ID, Cluster, LocalLink, batch, until
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.fetch import FetchRequest
+from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.server.fetch_session import FetchSessionCache
 
 PARTITIONS = 4
@@ -208,3 +209,32 @@ def test_a_full_cache_evicts_as_kafka_does():
     now[0] = 2600                                                     # unused for 1.1 s: the stalest goes
     cache.get(bigger.id)
     assert cache.create(True, privileged=False, size=0) is not None and bigger.id in cache.sessions
+
+
+def test_the_cache_size_is_the_brokers_setting_and_its_sessions_are_metrics():
+    from test_metrics import samples, scrape, value
+    from wire import WireClient
+
+    from kafka_compat.testing import EmbeddedBroker, free_port
+    port = free_port()
+    with EmbeddedBroker({"max.incremental.fetch.session.cache.slots": 1, "prometheus.listener":
+                         f"http://127.0.0.1:{port}", "num.partitions": 2}) as b:
+        b.metrics_url = f"http://127.0.0.1:{port}/metrics"
+        c = WireClient("127.0.0.1", b.port)
+        assert c.call(3, 12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="s")],
+                                             allow_auto_topic_creation=True)).topics[0].error_code in (0, 5)
+
+        def open_session(partitions):
+            return c.call(1, 12, FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                                              session_id=0, session_epoch=0, topics=[FetchRequest.FetchTopic(
+                                                  topic="s", partitions=[FetchRequest.FetchPartition(
+                                                      partition=p, fetch_offset=0, partition_max_bytes=1024)
+                                                      for p in partitions])])).session_id
+        first = open_session([0])
+        assert first != 0
+        assert open_session([0, 1]) == 0          # one slot, its session new: a bigger one may not evict it
+        got = samples(scrape(b))
+        assert value(got, "kafka_server_fetchsessioncache_numincrementalfetchsessions") == 1
+        assert value(got, "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached") == 1
+        assert value(got, "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total") == 0
+        c.close()

@@ -230,7 +230,8 @@ def test_label_values_and_large_numbers_render_as_prometheus_client_renders_them
          "isr": (0, 0, 0), "connections": {"PLAINTEXT": 1}, "idle": 1 / 3, "groups": {}, "offsets": 0,
          "offset_commits": 0, "purgatories": {"Produce": (0, 0)}, "controller": (1, 0, 0),
          "quotas": {"Produce": ("byte-rate", [(odd, odd, 1048576.0, 0.5)]),
-                    "Request": ("request-time", [("", "plain", 12.5, 0.0)])}}
+                    "Request": ("request-time", [("", "plain", 12.5, 0.0)])},
+         "fetch_sessions": (3, 2_000_000, 1)}
     text = exposition(s).decode()
     assert library_rendering(text) == text.encode()
     got = samples(text)
@@ -238,6 +239,7 @@ def test_label_values_and_large_numbers_render_as_prometheus_client_renders_them
     assert 'kafka_server_brokertopicmetrics_messagesin_total 1e+12\n' in text
     assert 'kafka_log_log_size{partition="0",topic="t"} 1.23456789e+08\n' in text
     assert value(got, "kafka_network_requestmetrics_localtimems_count", request="Produce") == 2_500_000
+    assert 'kafka_server_fetchsessioncache_numincrementalfetchpartitionscached 2e+06\n' in text
 
 
 def test_off_unless_configured_and_a_bad_listener_is_refused(tmp_path):

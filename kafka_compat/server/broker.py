@@ -83,6 +83,7 @@ from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topi
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
 from .fetch import FetchApi
+from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
 from .groups import GroupsApi
 from .init_producer_id import InitProducerIdApi
@@ -210,6 +211,7 @@ class Broker:
         self.controller_metrics = ControllerMetrics()
         self.dynamic_config: DynamicConfigManager | None = None
         self.connection_quotas: ConnectionQuotas | None = None
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -299,7 +301,7 @@ class Broker:
             broker_id=self.broker_id, request_channel=self.request_channel,
             broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
             socket_server=self.socket_server, group_coordinator=self.group_coordinator,
-            controller_metrics=self.controller_metrics, quotas=self.quotas))
+            controller_metrics=self.controller_metrics, quotas=self.quotas, fetch_sessions=self.fetch_sessions))
         try:
             self.prometheus.start()
         except OSError as e:
@@ -563,7 +565,7 @@ class Broker:
             ApiVersionsApi(advertised_api_versions(cfg)),
             ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
                        if cfg["transaction.partition.verification.enable"] else None),
-            FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
+            FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),
             OffsetsApi(rm, auth),
             MetadataApi(cfg, cache, controller, auth, quotas),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),

@@ -97,10 +97,14 @@ class FetchSessionCache:
         self.eviction_ms = eviction_ms
         self.clock = clock
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()    # least recently used first
+        self.evictions = 0
         self._ids = itertools.count(random.randint(1, 1 << 30))
 
     def __len__(self) -> int:
         return len(self.sessions)
+
+    def partitions_cached(self) -> int:
+        return sum(len(s.partitions) for s in list(self.sessions.values()))
 
     def create(self, uses_topic_ids: bool, privileged: bool = True, size: int = 0) -> FetchSession | None:
         """A new session for a fetcher about to cache `size` partitions, or None when the cache is full
@@ -123,6 +127,7 @@ class FetchSessionCache:
         stalest = next(iter(self.sessions.values()))
         if now - stalest.last_used_ms > self.eviction_ms:
             del self.sessions[stalest.id]
+            self.evictions += 1
             return True
         old = now - self.eviction_ms
         # a follower may evict any consumer's session; anyone may evict a session created long enough ago
@@ -134,6 +139,7 @@ class FetchSessionCache:
         if (privileged, size, 0) < (least.privileged, len(least.partitions), least.id):
             return False
         del self.sessions[least.id]
+        self.evictions += 1
         return True
 
     def get(self, session_id: int) -> FetchSession | None:

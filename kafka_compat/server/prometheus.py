@@ -60,7 +60,7 @@ class BrokerMetrics:
     """What a scrape reports, read from the broker's collaborators on the event loop."""
 
     def __init__(self, *, broker_id: int, request_channel, broker_topic_stats, replica_manager, socket_server,
-                 group_coordinator, controller_metrics, quotas):
+                 group_coordinator, controller_metrics, quotas, fetch_sessions=None):
         self.broker_id = broker_id
         self.request_channel = request_channel
         self.broker_topic_stats = broker_topic_stats
@@ -69,6 +69,7 @@ class BrokerMetrics:
         self.group_coordinator = group_coordinator
         self.controller_metrics = controller_metrics
         self.quotas = quotas
+        self.fetch_sessions = fetch_sessions
         self._cpu = time.thread_time()
         self._wall = time.monotonic()
 
@@ -111,6 +112,8 @@ class BrokerMetrics:
             "controller": (cm.active_controller_count, cm.offline_partitions_count,
                            cm.preferred_replica_imbalance_count),
             "quotas": {m.quota_type: (m.metric_name, m.snapshot()) for m in self.quotas.all() if m.enabled},
+            "fetch_sessions": (len(fs), fs.partitions_cached(), fs.evictions) if (fs := self.fetch_sessions)
+            else (0, 0, 0),
         }
 
 
@@ -204,6 +207,13 @@ def exposition(s: dict) -> bytes:
     add(_gauge(prefix + "numoffsets", "Committed offsets this coordinator holds", s["offsets"]))
     name = "kafka_server_group_coordinator_metrics_offset_commit_total"
     add(_head(name, "Offsets committed", "counter") + f"{name} {_go(s['offset_commits'])}\n")
+    # FetchSessionCache
+    prefix = "kafka_server_fetchsessioncache_"
+    sessions, cached, evictions = s["fetch_sessions"]
+    add(_gauge(prefix + "numincrementalfetchsessions", "Incremental fetch sessions cached", sessions))
+    add(_gauge(prefix + "numincrementalfetchpartitionscached", "Partitions in the fetch sessions", cached))
+    name = prefix + "incrementalfetchsessionevictions_total"
+    add(_head(name, "Fetch sessions evicted to make room (PerSec meter)", "counter") + f"{name} {_go(evictions)}\n")
     # purgatories
     for attr, index in (("purgatorysize", 0), ("numdelayedoperations", 1)):
         name = "kafka_server_delayedoperationpurgatory_" + attr
