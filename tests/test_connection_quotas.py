@@ -70,3 +70,20 @@ def test_bad_overrides_stop_the_broker_with_a_message():
             b.start()
     finally:
         b.close()
+
+
+def test_the_inter_broker_listener_is_not_held_to_max_connections():
+    """Clients that fill max.connections cannot lock the other brokers out: a connection on the
+    inter-broker listener is taken anyway, and the client connection idle longest makes room (Kafka's
+    protected listener)."""
+    with EmbeddedBroker({"max.connections": 2, "inter.broker.listener.name": "INTERNAL",
+                         "listener.security.protocol.map": "CLIENTS:PLAINTEXT,INTERNAL:PLAINTEXT"},
+                        listeners={"CLIENTS": "PLAINTEXT", "INTERNAL": "PLAINTEXT"}) as b:
+        older = _served_connection(b.ports["CLIENTS"])
+        newer = _served_connection(b.ports["CLIENTS"])
+        assert WireClient("127.0.0.1", b.ports["CLIENTS"]).is_closed_by_peer()      # the broker is full
+        assert _serves(newer)                                                       # newer is the active one
+        broker = WireClient("127.0.0.1", b.ports["INTERNAL"])
+        assert _serves(broker)
+        assert older.is_closed_by_peer() and _serves(newer)
+        assert WireClient("127.0.0.1", b.ports["CLIENTS"]).is_closed_by_peer()      # still full: 2 of 2

@@ -102,13 +102,17 @@ class Connection(asyncio.BufferedProtocol):
     def accept(self) -> None:
         """Count the connection against the limits, and start serving it or close it."""
         transport = self.transport
-        refused = self.server.connection_quotas.try_acquire(self.peer_ip)
+        server = self.server
+        protected = server.protected(self.listener)
+        refused = server.connection_quotas.try_acquire(self.peer_ip, protected)
         if refused is not None:
             log.info("closing %s: %s", self.peer, refused)
             self.closed = True
             transport.abort()
             return
         self.counted = True
+        if protected:
+            server.make_room()
         set_buffer_sizes(transport.get_extra_info("socket"), self.server.send_buffer_bytes,
                          self.server.receive_buffer_bytes)
         self.server.connections.add(self)

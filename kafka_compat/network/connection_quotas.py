@@ -192,9 +192,10 @@ class ConnectionQuotas:
     def limit_for(self, ip: str) -> int:
         return self.overrides.get(ip, self.max_per_ip)
 
-    def try_acquire(self, ip: str | None) -> str | None:
-        """Count a new connection from ``ip``: None if allowed, else why it must be closed."""
-        if self.total >= self.max_connections:
+    def try_acquire(self, ip: str | None, protected: bool = False) -> str | None:
+        """Count a new connection from ``ip``: None if allowed, else why it must be closed. A `protected`
+        one (the inter-broker listener's) is not held to max.connections; the caller makes room for it."""
+        if self.total >= self.max_connections and not protected:
             return f"max.connections ({self.max_connections}) reached"
         if ip is not None:
             count = self.by_ip.get(ip, 0)

@@ -98,6 +98,26 @@ class SocketServer:
             await s.wait_closed()
         self.servers.clear()
 
+    def protected(self, listener: str) -> bool:
+        """The inter-broker listener, when clients have another: the broker-wide connection limit and
+        creation rate do not hold it up, so clients cannot starve replication (Kafka's protectedListener)."""
+        return listener == self.inter_broker_listener and len(self.endpoints) > 1
+
+    def make_room(self) -> None:
+        """A protected connection took the broker over max.connections: close the client connection that
+        was active least recently, as Kafka's processors do (Selector.lowestPriorityChannel)."""
+        quotas = self.connection_quotas
+        while quotas.total > quotas.max_connections:
+            clients = [c for c in self.connections if not c.closed and not self.protected(c.listener)]
+            if not clients:
+                return
+            oldest = min(clients, key=lambda c: c.last_active)
+            log.info("closing %s: max.connections (%d) reached and a broker connected", oldest.peer,
+                     quotas.max_connections)
+            oldest.abort()
+            quotas.release(oldest.peer_ip)      # its place is free now, before asyncio reports the close
+            oldest.counted = False
+
     # -- connection creation rates (KIP-612) ------------------------------------------------------
     def accept_in_turn(self, conn: Connection) -> None:
         """Queue a new connection for its listener, which takes them one at a time, as Kafka's acceptor.
@@ -117,8 +137,7 @@ class SocketServer:
     async def _accept(self, listener: str) -> None:
         quotas = self.connection_quotas
         queue = self._in_turn[listener]
-        # the inter-broker listener is spared the broker-wide rate, as long as clients have another
-        protected = listener == self.inter_broker_listener and len(self.endpoints) > 1
+        protected = self.protected(listener)
         try:
             while queue:
                 conn = queue.popleft()
