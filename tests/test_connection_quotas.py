@@ -2,6 +2,8 @@
 closed before it is served, the others keep working, and a closed one frees its place."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from wire import WireClient
 
@@ -87,3 +89,26 @@ def test_the_inter_broker_listener_is_not_held_to_max_connections():
         assert _serves(broker)
         assert older.is_closed_by_peer() and _serves(newer)
         assert WireClient("127.0.0.1", b.ports["CLIENTS"]).is_closed_by_peer()      # still full: 2 of 2
+
+
+def test_a_listeners_own_limits():
+    """listener.name.<l>.max.connections caps that listener alone; listener.name.<l>.max.connection.creation.rate
+    makes that listener wait, as the broker-wide rate does (22 connections at 2 a second span over 0.9 s,
+    wherever the rate's windows fall)."""
+    with EmbeddedBroker({"listener.name.capped.max.connections": 1,
+                         "listener.name.slow.max.connection.creation.rate": 2,
+                         "listener.security.protocol.map": "CAPPED:PLAINTEXT,SLOW:PLAINTEXT,OPEN:PLAINTEXT",
+                         "inter.broker.listener.name": "OPEN"},
+                        listeners={"CAPPED": "PLAINTEXT", "SLOW": "PLAINTEXT", "OPEN": "PLAINTEXT"}) as b:
+        only = _served_connection(b.ports["CAPPED"])
+        assert WireClient("127.0.0.1", b.ports["CAPPED"]).is_closed_by_peer()
+        kept = [_served_connection(b.ports["OPEN"]) for _ in range(3)]          # no limit of its own
+        assert _serves(only)
+        start = time.monotonic()
+        for _ in range(22):
+            c = WireClient("127.0.0.1", b.ports["SLOW"])
+            assert _serves(c)
+            c.sock.close()
+        assert time.monotonic() - start >= 0.9
+        for c in [only, *kept]:
+            c.sock.close()

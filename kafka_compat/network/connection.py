@@ -104,7 +104,7 @@ class Connection(asyncio.BufferedProtocol):
         transport = self.transport
         server = self.server
         protected = server.protected(self.listener)
-        refused = server.connection_quotas.try_acquire(self.peer_ip, protected)
+        refused = server.connection_quotas.try_acquire(self.peer_ip, protected, self.listener)
         if refused is not None:
             log.info("closing %s: %s", self.peer, refused)
             self.closed = True
@@ -179,7 +179,7 @@ class Connection(asyncio.BufferedProtocol):
         self.server.connections.discard(self)
         if self.counted:
             self.counted = False
-            self.server.connection_quotas.release(self.peer_ip)
+            self.server.connection_quotas.release(self.peer_ip, self.listener)
 
     @property
     def peer_ip(self) -> str | None:

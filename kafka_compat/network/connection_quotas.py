@@ -115,6 +115,18 @@ class ConnectionQuotas:
         self.ip_rates: dict[str, int] = {}               # connection_creation_rate of single addresses
         self.ip_stats: dict[str, RateQuota] = {}
         self._next_expiry_ms = 0
+        # listener.name.<l>.max.connections and .max.connection.creation.rate, where set (Kafka's
+        # ListenerConnectionQuota), and each listener's open connections
+        self.listener_max: dict[str, int] = {}
+        self.listener_rates: dict[str, RateQuota] = {}
+        self.by_listener: dict[str, int] = {}
+
+    def set_listener_limits(self, listener: str, max_connections: int, max_connection_rate: int) -> None:
+        """One listener's own limits (static: from its `listener.name.<l>.` settings)."""
+        if max_connections < UNLIMITED:
+            self.listener_max[listener] = max_connections
+        if max_connection_rate < UNLIMITED:
+            self.listener_rates[listener] = RateQuota(max_connection_rate, self.samples, self.window_ms)
 
     # -- settings (static, then dynamic: Kafka's DynamicConnectionQuota and IpConfigHandler) ----------
     def update(self, *, max_connections: int | None = None, max_per_ip: int | None = None,
@@ -150,17 +162,22 @@ class ConnectionQuotas:
     @property
     def rate_limited(self) -> bool:
         """Whether new connections must wait their turn: without any creation rate they are taken at once."""
-        return self.broker_rate.bound < UNLIMITED or self.default_ip_rate < UNLIMITED or bool(self.ip_rates)
+        return (self.broker_rate.bound < UNLIMITED or self.default_ip_rate < UNLIMITED or bool(self.ip_rates)
+                or bool(self.listener_rates))
 
     # -- creation rates --------------------------------------------------------------------------
-    def record_connection(self, protected: bool = False) -> int:
-        """A new connection on a listener: the ms the listener must wait before taking it (0: none).
-        The inter-broker listener, when there are others, is `protected`: no broker-wide rate applies."""
-        if protected:
-            return 0
-        return self.broker_rate.record(self.clock(), self.max_throttle_ms)
+    def record_connection(self, protected: bool = False, listener: str | None = None) -> int:
+        """A new connection on a listener: the ms the listener must wait before taking it (0: none), for
+        the broker's rate or the listener's own, whichever is longer. The inter-broker listener, when there
+        are others, is `protected`: no broker-wide rate applies."""
+        now = self.clock()
+        wait = 0 if protected else self.broker_rate.record(now, self.max_throttle_ms)
+        own = self.listener_rates.get(listener)
+        if own is not None:
+            wait = max(wait, own.record(now, self.max_throttle_ms))
+        return wait
 
-    def record_ip(self, ip: str | None, protected: bool = False) -> int:
+    def record_ip(self, ip: str | None, protected: bool = False, listener: str | None = None) -> int:
         """The address's creation rate: 0 if the connection may go on, else the ms to hold it before closing
         it. A throttled connection is taken back from the broker's rate and the address's, as Kafka does."""
         if ip is None:
@@ -178,6 +195,9 @@ class ConnectionQuotas:
             quota.unrecord(now)
             if not protected:
                 self.broker_rate.unrecord(now)
+            own = self.listener_rates.get(listener)
+            if own is not None:
+                own.unrecord(now)
         return throttle
 
     def _expire(self, now: int) -> None:
@@ -192,9 +212,13 @@ class ConnectionQuotas:
     def limit_for(self, ip: str) -> int:
         return self.overrides.get(ip, self.max_per_ip)
 
-    def try_acquire(self, ip: str | None, protected: bool = False) -> str | None:
+    def try_acquire(self, ip: str | None, protected: bool = False, listener: str | None = None) -> str | None:
         """Count a new connection from ``ip``: None if allowed, else why it must be closed. A `protected`
-        one (the inter-broker listener's) is not held to max.connections; the caller makes room for it."""
+        one (the inter-broker listener's) is not held to max.connections; the caller makes room for it.
+        A listener's own max.connections holds every connection of it."""
+        limit = self.listener_max.get(listener, UNLIMITED)
+        if limit < UNLIMITED and self.by_listener.get(listener, 0) >= limit:
+            return f"listener {listener}'s max.connections ({limit}) reached"
         if self.total >= self.max_connections and not protected:
             return f"max.connections ({self.max_connections}) reached"
         if ip is not None:
@@ -204,10 +228,14 @@ class ConnectionQuotas:
                 return f"{count} connections from {ip} already (max.connections.per.ip {limit})"
             self.by_ip[ip] = count + 1
         self.total += 1
+        if listener is not None:
+            self.by_listener[listener] = self.by_listener.get(listener, 0) + 1
         return None
 
-    def release(self, ip: str | None) -> None:
+    def release(self, ip: str | None, listener: str | None = None) -> None:
         self.total -= 1
+        if listener is not None:
+            self.by_listener[listener] = self.by_listener.get(listener, 1) - 1
         if ip is not None:
             count = self.by_ip.get(ip, 0) - 1
             if count > 0:

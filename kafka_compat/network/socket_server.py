@@ -115,7 +115,7 @@ class SocketServer:
             log.info("closing %s: max.connections (%d) reached and a broker connected", oldest.peer,
                      quotas.max_connections)
             oldest.abort()
-            quotas.release(oldest.peer_ip)      # its place is free now, before asyncio reports the close
+            quotas.release(oldest.peer_ip, oldest.listener)     # free now, before asyncio reports the close
             oldest.counted = False
 
     # -- connection creation rates (KIP-612) ------------------------------------------------------
@@ -144,14 +144,14 @@ class SocketServer:
                 if conn.closed:
                     self.held.discard(conn)
                     continue
-                wait_ms = quotas.record_connection(protected)
+                wait_ms = quotas.record_connection(protected, listener)
                 if wait_ms:
                     # every connection behind this one waits too: the listener takes none meanwhile
                     await asyncio.sleep(wait_ms / 1000)
                     if conn.closed:
                         self.held.discard(conn)
                         continue
-                hold_ms = quotas.record_ip(conn.peer_ip, protected)
+                hold_ms = quotas.record_ip(conn.peer_ip, protected, listener)
                 if hold_ms:
                     log.info("closing %s after %d ms: connection_creation_rate of %s exceeded", conn.peer, hold_ms,
                              conn.peer_ip)

@@ -47,7 +47,7 @@ from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
-from ..network.connection_quotas import ConnectionQuotas, parse_overrides
+from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
@@ -521,9 +521,18 @@ class Broker:
             overrides = parse_overrides(cfg["max.connections.per.ip.overrides"])
         except ValueError as e:
             raise BrokerStartError(str(e)) from e
-        return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides,
-                                max_connection_rate=cfg["max.connection.creation.rate"],
-                                samples=cfg["quota.window.num"], window_seconds=cfg["quota.window.size.seconds"])
+        quotas = ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides,
+                                  max_connection_rate=cfg["max.connection.creation.rate"],
+                                  samples=cfg["quota.window.num"], window_seconds=cfg["quota.window.size.seconds"])
+        for endpoint in cfg.listeners:          # listener.name.<l>.max.connections and .max.connection.creation.rate
+            own = cfg.listener_config(endpoint.listener_name)
+            prefix = f"listener.name.{endpoint.listener_name.lower()}."
+            quotas.set_listener_limits(
+                endpoint.listener_name,
+                own["max.connections"] if prefix + "max.connections" in cfg.originals else UNLIMITED,
+                own["max.connection.creation.rate"] if prefix + "max.connection.creation.rate" in cfg.originals
+                else UNLIMITED)
+        return quotas
 
     def _security(self) -> None:
         """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
