@@ -15,6 +15,7 @@ import struct
 import time
 
 import pytest
+from test_metrics import samples, scrape, value
 from test_quotas import alter, describe
 from wire import WireClient
 
@@ -26,7 +27,7 @@ from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
 from kafka_compat.server.api_versions import ApiVersionsApi
 from kafka_compat.server.kafka_apis import KafkaApis
-from kafka_compat.testing import EmbeddedBroker
+from kafka_compat.testing import EmbeddedBroker, free_port
 
 RATE = "connection_creation_rate"
 API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 7, -1)      # ApiVersions v0, correlation id 7
@@ -112,12 +113,30 @@ def test_rates_measured_as_kafka_measures_a_quota():
     assert b.record_connection() == 0 and not b.rate_limited
 
 
+def metrics(b) -> dict:
+    return samples(scrape(b))
+
+
+def with_metrics(overrides: dict | None = None) -> EmbeddedBroker:
+    port = free_port()
+    b = EmbeddedBroker({**(overrides or {}), "prometheus.listener": f"http://127.0.0.1:{port}"})
+    b.metrics_url = f"http://127.0.0.1:{port}/metrics"
+    return b
+
+
 def test_an_ip_quota_holds_off_connections_over_its_rate_and_closes_them():
     """At 1 a second, 11 connections are over the rate however long the first 10 took (under 10 s)."""
-    with EmbeddedBroker() as b:
+    with with_metrics() as b:
         set_rate(b, "127.0.0.1", 1)
+        before = value(metrics(b), "kafka_server_socket_server_metrics_connection_creation_total",
+                       listener="PLAINTEXT")
         got = [answered(b.port) for _ in range(11)]
         assert got == [True] * 10 + [False], got
+        after = metrics(b)                  # (a scrape is HTTP, on its own port: not rate-limited)
+        assert value(after, "kafka_server_socket_server_metrics_connection_creation_total",
+                     listener="PLAINTEXT") == before + 10                  # the held one was never taken
+        assert value(after, "kafka_server_socket_server_metrics_ip_connection_accept_throttle_time",
+                     listener="PLAINTEXT") > 0
         assert answered(b.port, source="127.0.0.2")           # another address is not held up
         assert describe(WireClient("127.0.0.1", b.port, source="127.0.0.2"), [("ip", 0, "127.0.0.1")]) == {
             (("ip", "127.0.0.1"),): {RATE: 1.0}}
@@ -142,10 +161,16 @@ def test_the_default_ip_quota_is_kept_across_a_restart():
 def test_the_broker_creation_rate_makes_the_listener_wait_and_refuses_nothing():
     """At 2 a second, with the broker's own readiness probe first, 22 connections cannot all be taken within
     1 s of each other, wherever the windows fall (a run over every offset with a stepped clock gives 1.004 s)."""
-    with EmbeddedBroker({"max.connection.creation.rate": 2}) as b:
+    with with_metrics({"max.connection.creation.rate": 2}) as b:
         start = time.monotonic()
         assert [answered(b.port) for _ in range(22)] == [True] * 22
         assert time.monotonic() - start >= 0.9
+        got = metrics(b)
+        assert value(got, "kafka_server_socket_server_metrics_connection_accept_throttle_time",
+                     listener="PLAINTEXT") > 0
+        assert value(got, "kafka_server_socket_server_metrics_connection_creation_total", listener="PLAINTEXT") \
+            == value(got, "kafka_server_socket_server_metrics_connection_close_total", listener="PLAINTEXT") \
+            + value(got, "kafka_server_socket_server_metrics_connections", listener="PLAINTEXT") >= 22
 
 
 def test_connection_limits_change_at_runtime():

@@ -111,6 +111,7 @@ class Connection(asyncio.BufferedProtocol):
             transport.abort()
             return
         self.counted = True
+        server.connection_counts(self.listener, 1)
         if protected:
             server.make_room()
         set_buffer_sizes(transport.get_extra_info("socket"), self.server.send_buffer_bytes,
@@ -180,6 +181,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.counted:
             self.counted = False
             self.server.connection_quotas.release(self.peer_ip, self.listener)
+            self.server.connection_counts(self.listener, 0)
 
     @property
     def peer_ip(self) -> str | None:

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from typing import Callable, Mapping
 
+from ..metrics.stats import SampledStat
 from .connection import Connection, peer_closed
 from .connection_quotas import ConnectionQuotas
 
@@ -55,6 +56,11 @@ class SocketServer:
         self._acceptors: dict[str, asyncio.Task] = {}
         self.held: set[Connection] = set()                  # waiting, or held off by their address's rate
         self.max_waiting = backlog if max_waiting is None else max_waiting
+        # per listener, for the metrics: connections taken and closed, and the waits of the creation rates
+        self.created: dict[str, int] = {}
+        self.closed_connections: dict[str, int] = {}
+        self.accept_throttle: dict[str, SampledStat] = {}      # the listener's or the broker's rate
+        self.ip_throttle: dict[str, SampledStat] = {}          # an address's connection_creation_rate
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -117,6 +123,7 @@ class SocketServer:
             oldest.abort()
             quotas.release(oldest.peer_ip, oldest.listener)     # free now, before asyncio reports the close
             oldest.counted = False
+            self.connection_counts(oldest.listener, 0)
 
     # -- connection creation rates (KIP-612) ------------------------------------------------------
     def accept_in_turn(self, conn: Connection) -> None:
@@ -146,6 +153,7 @@ class SocketServer:
                     continue
                 wait_ms = quotas.record_connection(protected, listener)
                 if wait_ms:
+                    self._record_throttle(self.accept_throttle, listener, wait_ms)
                     # every connection behind this one waits too: the listener takes none meanwhile
                     await asyncio.sleep(wait_ms / 1000)
                     if conn.closed:
@@ -153,6 +161,7 @@ class SocketServer:
                         continue
                 hold_ms = quotas.record_ip(conn.peer_ip, protected, listener)
                 if hold_ms:
+                    self._record_throttle(self.ip_throttle, listener, hold_ms)
                     log.info("closing %s after %d ms: connection_creation_rate of %s exceeded", conn.peer, hold_ms,
                              conn.peer_ip)
                     conn.close_later(hold_ms / 1000)
@@ -162,6 +171,18 @@ class SocketServer:
                 conn.accept()
         finally:
             del self._acceptors[listener]
+
+    def _record_throttle(self, stats: dict[str, SampledStat], listener: str, ms: int) -> None:
+        quotas = self.connection_quotas
+        stat = stats.get(listener)
+        if stat is None:
+            stat = stats[listener] = SampledStat(quotas.samples, quotas.window_ms)
+        stat.record(ms, quotas.clock())
+
+    def connection_counts(self, listener: str, opened: int) -> None:
+        """A connection of `listener` was taken (opened 1) or, once taken, closed (opened 0)."""
+        counts = self.created if opened else self.closed_connections
+        counts[listener] = counts.get(listener, 0) + 1
 
     def _schedule_sweep(self) -> None:
         """Every few seconds, close connections silent for connections.max.idle.ms, as Kafka's selector

@@ -85,6 +85,11 @@ class BrokerMetrics:
             connections[conn.listener] = connections.get(conn.listener, 0) + 1
         for endpoint in self.socket_server.endpoints:
             connections.setdefault(endpoint.listener_name, 0)
+        ss = self.socket_server
+        now = ss.connection_quotas.clock()
+        per_listener = {listener: (ss.created.get(listener, 0), ss.closed_connections.get(listener, 0),
+                                   _average(ss.accept_throttle.get(listener), now),
+                                   _average(ss.ip_throttle.get(listener), now)) for listener in connections}
         groups: dict[str, int] = {}
         offsets = offset_commits = 0
         gc = self.group_coordinator
@@ -104,6 +109,7 @@ class BrokerMetrics:
             "partitions": partitions,
             "isr": (rm.isr_change_meters.shrinks, rm.isr_change_meters.expands, rm.isr_change_meters.failed),
             "connections": connections,
+            "listeners": per_listener,
             "idle": min(max(1.0 - busy, 0.0), 1.0),
             "groups": groups,
             "offsets": offsets,
@@ -115,6 +121,10 @@ class BrokerMetrics:
             "fetch_sessions": (len(fs), fs.partitions_cached(), fs.evictions) if (fs := self.fetch_sessions)
             else (0, 0, 0),
         }
+
+
+def _average(stat, now: int) -> float:
+    return stat.average(now) if stat is not None else 0.0
 
 
 def partition_states(replica_manager) -> list[tuple]:
@@ -181,6 +191,17 @@ def exposition(s: dict) -> bytes:
     add(_head(name, "Open client connections", "gauge"))
     out.extend(f'{name}{{listener="{listener}"}} {_go(count)}\n'
                for listener, count in sorted(s["connections"].items()))
+    for attr, index, kind, doc in (
+            ("connection_creation_total", 0, "counter", "Connections taken"),
+            ("connection_close_total", 1, "counter", "Connections closed after they were taken"),
+            ("connection_accept_throttle_time", 2, "gauge",
+             "Average ms a new connection waited for the listener's or the broker's creation rate"),
+            ("ip_connection_accept_throttle_time", 3, "gauge",
+             "Average ms a connection over its address's creation rate was held before it was closed")):
+        name = "kafka_server_socket_server_metrics_" + attr
+        add(_head(name, doc, kind))
+        out.extend(f'{name}{{listener="{listener}"}} {_go(values[index])}\n'
+                   for listener, values in sorted(s.get("listeners", {}).items()))
     # ReplicaManager
     parts = s["partitions"]
     for attr, value in replica_manager_gauges(parts).items():
