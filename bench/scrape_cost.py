@@ -66,6 +66,7 @@ def full_run_snapshot(topics: int = 17, partitions: int = 118, requests: int = 1
         "partitions": parts,
         "isr": (0, 0, 0),
         "connections": {"PLAINTEXT": 12},
+        "listeners": {"PLAINTEXT": (5000, 4988, 12.5, 0.0)},
         "idle": 0.73,
         "groups": {"Stable": 2, "Empty": 5},
         "offsets": 40,
@@ -73,6 +74,7 @@ def full_run_snapshot(topics: int = 17, partitions: int = 118, requests: int = 1
         "purgatories": {"Produce": (3, 1), "Fetch": (20, 4), "Heartbeat": (10, 10), "Rebalance": (0, 0)},
         "controller": (1, 0, 0),
         "quotas": {"Produce": ("byte-rate", [("", "capped", 1048576.0, 812.5)])},
+        "fetch_sessions": (40, 1200, 3),
     }
 
 
