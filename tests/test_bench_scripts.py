@@ -81,6 +81,13 @@ def test_scrape_cost_renders_what_prometheus_client_renders():
     assert "2565 lines" in out.stdout and "ratio exposition/prometheus_client" in out.stdout
 
 
+def test_fetch_sessions_bench_measures_both_sides():
+    out = subprocess.run([sys.executable, "bench/fetch_sessions.py", "--rounds", "1", "--partitions", "8",
+                          "--seconds", "1", "--rate", "50"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert "ratio sessions/none CPU per fetch" in out.stdout and "round 1: sessions" in out.stdout
+
+
 def test_cluster_bench_scale_scenario():
     """bench/cluster.py's plumbing: one broker against a two-broker cluster (a real ZooKeeper), a tiny run."""
     if zookeeper_missing():
