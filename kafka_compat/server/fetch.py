@@ -53,6 +53,17 @@ class FileRecords:
         return self.result.slices
 
 
+def _must_respond(cached: CachedPartition, r) -> bool:
+    """CachedPartition.must_respond over a read's result, with the figures _partition_data would send."""
+    if r.error_code and r.high_watermark < 0:
+        return cached.must_respond(r.error_code, -1, -1, False, False)
+    diverging = r.diverging_epoch is not None
+    info = r.info
+    return cached.must_respond(r.error_code, r.high_watermark, r.log_start_offset,
+                               not diverging and info is not None and info.records.size > 0, diverging,
+                               r.preferred_read_replica >= 0)
+
+
 def isolation_of(replica_id: int, isolation_level: int) -> FetchIsolation:
     """Followers read to the log end, read_committed consumers to the LSO, others to the HW."""
     if replica_id >= 0:
@@ -215,25 +226,27 @@ class FetchApi:
             parts = []
             topic_key = (t.topic_id if session.uses_topic_ids else t.topic) if session is not None else None
             for p in t.partitions:
+                cached = cache.get((topic_key, p.partition)) if cache is not None else None
                 if name is None or name is DENIED:
+                    error = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    if cached is not None:
+                        cached.must_respond(error, -1, -1, False, False)       # an error is always sent
+                        if incremental:
+                            answered.append((topic_key, p.partition))
                     pd = PartitionData(partition_index=p.partition, high_watermark=-1, last_stable_offset=-1,
                                        log_start_offset=-1, aborted_transactions=[] if committed else None,
-                                       preferred_read_replica=-1, records=b"",
-                                       error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None
-                                       else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                                       preferred_read_replica=-1, records=b"", error_code=error)
                 else:
-                    pd = self._partition_data(v, name, p.partition, results[i], committed, from_follower)
+                    r = results[i]
                     i += 1
-                if cache is not None:
-                    cached = cache.get((topic_key, p.partition))
+                    # decided before the partition's answer is built: an incremental answer leaves most out
                     if cached is not None:
-                        if not cached.must_respond(pd.error_code, pd.high_watermark, pd.log_start_offset,
-                                                   bool(len(pd.records)), pd.diverging_epoch.epoch >= 0,
-                                                   pd.preferred_read_replica >= 0):
+                        if not _must_respond(cached, r):
                             if incremental:
                                 continue
                         elif incremental:
                             answered.append((topic_key, p.partition))
+                    pd = self._partition_data(v, name, p.partition, r, committed, from_follower)
                 if pd.error_code and v >= 16 and pd.error_code in LEADER_MOVED:
                     if leaders is None:
                         leaders = CurrentLeaders(self.replica_manager, self.metadata_cache, listener_of(request),
