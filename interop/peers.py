@@ -27,10 +27,10 @@ from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
-JAVA_JAR_DIR = CACHE / "java"
+JAVA_JAR_DIR = CACHE / "jvm" / "java"             # kafka-clients 3.9.x (interop/maven.sh)
 JAVA_CLASS_DIR = CACHE / "java-classes"
 JAVA_SRC_DIR = ROOT / "interop" / "java"
-JAVA4_JAR_DIR = CACHE / "java4"                 # the Java client 4.x (KIP-848), see setup.sh
+JAVA4_JAR_DIR = CACHE / "jvm" / "java4"           # kafka-clients 4.x (KIP-848), see interop/maven.sh
 JAVA4_CLASS_DIR = CACHE / "java4-classes"
 JAVA4_SRC_DIR = ROOT / "interop" / "java4"
 NODE_DIR = ROOT / "interop" / "node"

@@ -233,8 +233,8 @@ selected="$(cluster_selection)"
 if [ "$MODE" != single ] && [ -n "$selected" ]; then
     # 0098's Java producer: tests/java/Makefile compiles against $KAFKA_JARS/kafka-clients-*.jar
     mkdir -p "$RUN/libs"
-    [ ! -f "$ROOT/.cache/java/kafka-clients.jar" ] \
-        || ln -sf "$ROOT/.cache/java/kafka-clients.jar" "$RUN/libs/kafka-clients-3.9.1.jar"
+    [ ! -f "$ROOT/.cache/jvm/java/kafka-clients.jar" ] \
+        || ln -sf "$ROOT/.cache/jvm/java/kafka-clients.jar" "$RUN/libs/kafka-clients-3.9.1.jar"
     PASS_TESTS="$selected" run_pass cluster_default default true CLUSTER
     PASS_TESTS="$selected" run_pass cluster_noautocreate noautocreate false CLUSTER
     passes+=("$RUN/cluster_default" "$RUN/cluster_noautocreate")

@@ -13,7 +13,7 @@
 #   commons-pool2-2.12.0: the jars/ folder of the public GitHub repository
 #   Nike-Inc/spark-expectations (a git dir named by $SPARK_EXPECTATIONS_GIT, or
 #   a shallow clone made here);
-#   kafka-clients 3.9.1 with lz4-java, snappy-java, zstd-jni: .cache/java/,
+#   kafka-clients 3.9.1 with lz4-java, snappy-java, zstd-jni: .cache/jvm/java/,
 #   which interop/setup.sh fills.
 set -euo pipefail
 
@@ -43,8 +43,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     done
 fi
 
-[ -f "$ROOT/.cache/java/kafka-clients.jar" ] || bash "$ROOT/interop/setup.sh"
-for j in "${CLIENT[@]}"; do cp -u "$ROOT/.cache/java/$j.jar" "$DEST/"; done
+[ -f "$ROOT/.cache/jvm/java/kafka-clients.jar" ] || bash "$ROOT/interop/setup.sh"
+for j in "${CLIENT[@]}"; do cp -u "$ROOT/.cache/jvm/java/$j.jar" "$DEST/"; done
 
 # a jar that is not a zip (an LFS pointer, a truncated download) fails loudly here, not inside Spark
 for f in "$DEST"/*.jar; do
