@@ -2,9 +2,9 @@
 
 This is the one definition of the topic configs (Kafka keeps it in its storage
 module's LogConfig); the broker's own ``log.*`` properties that stand in for them
-take type, default and validator from here. Defaults are Kafka's (trunk, Oct 2024).
-``message.timestamp.after.max.ms`` is Long.MAX_VALUE there; later Kafka releases
-may lower it, so a broker wanting that passes it explicitly.
+take type, default and validator from here. Defaults are Kafka 4.4's, which
+lowered ``message.timestamp.after.max.ms`` to one hour (KIP-1050), beside the
+configs that Kafka 4 removed and that we keep for the v0/v1 formats we still serve.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ TOPIC_CONFIG_DEF = (
             "Deprecated: largest gap between record and broker time.")
     .define("message.timestamp.before.max.ms", LONG, LONG_MAX, at_least(0), MEDIUM,
             "How far in the past a CreateTime timestamp may be.")
-    .define("message.timestamp.after.max.ms", LONG, LONG_MAX, at_least(0), MEDIUM,
+    .define("message.timestamp.after.max.ms", LONG, 3_600_000, at_least(0), MEDIUM,
             "How far in the future a CreateTime timestamp may be.")
     .define("leader.replication.throttled.replicas", LIST, "", None, MEDIUM,
             "partition:broker pairs (or *) throttled on the leader side.")
@@ -101,6 +101,14 @@ TOPIC_CONFIG_DEF = (
     .define("remote.log.copy.disable", BOOLEAN, False, None, MEDIUM, "Stop copying segments to tiered storage.")
     .define("remote.log.delete.on.disable", BOOLEAN, False, None, MEDIUM,
             "Delete tiered data when tiering is switched off.")
+    .define("remote.copy.lag.bytes", LONG, -1, at_least(-1), MEDIUM,
+            "Bytes a rolled segment waits behind the active one before it is copied to tiered storage.")
+    .define("remote.copy.lag.ms", LONG, 0, at_least(0), MEDIUM,
+            "Time a rolled segment waits before it is copied to tiered storage.")
+    .define("max.decompressed.message.bytes", INT, 2_147_483_639, at_least(0), MEDIUM,
+            "Largest decompressed record a compressed batch may carry.")
+    .define("errors.deadletterqueue.group.enable", BOOLEAN, False, None, MEDIUM,
+            "Whether share groups may use this topic as their dead-letter queue.")
 )
 _DEFAULTS = TOPIC_CONFIG_DEF.parse({})
 
@@ -143,9 +151,9 @@ class LogConfig:
         object.__setattr__(self, "delete", "delete" in policies)
         object.__setattr__(self, "log_append_time", values["message.timestamp.type"] == "LogAppendTime")
         # Whether produce validation must look at records (null keys, per-record timestamps);
-        # otherwise it reads batch headers only.
-        bounded = values["message.timestamp.before.max.ms"] != LONG_MAX or \
-            values["message.timestamp.after.max.ms"] != LONG_MAX
+        # otherwise it reads batch headers only. A future bound needs no record: a batch's max
+        # timestamp within it puts every record within it (UnifiedLog checks the header).
+        bounded = values["message.timestamp.before.max.ms"] != LONG_MAX
         object.__setattr__(self, "reads_records", "compact" in policies or (
             bounded and values["message.timestamp.type"] == "CreateTime"))
         object.__setattr__(self, "props", values)

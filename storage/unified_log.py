@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 
 from crc32c import crc32c
 
+from kafka_compat.configdef import LONG_MAX
 from kafka_compat.protocol.batch_header import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -387,6 +388,7 @@ class UnifiedLog:
         config = self._local.config
         self._fast = not (self._local.closed or config.reads_records or config.log_append_time)
         self._max_message_bytes = config.max_message_bytes
+        self._after_max_ms = config.message_timestamp_after_max_ms
 
     # -- appends ------------------------------------------------------------------------------
     def append_as_leader(self, records, leader_epoch: int, origin: str = CLIENT) -> LogAppendInfo:
@@ -412,7 +414,9 @@ class UnifiedLog:
                 fast = (self._fast and origin is CLIENT and magic == 2 and length + LOG_OVERHEAD == size
                         and not base and not attrs & _SLOW_ATTRIBUTES and size <= self._max_message_bytes
                         and count == last_delta + 1 and last_delta >= 0 and (producer_id < 0 or base_sequence >= 0)
-                        and crc == crc32c(mv[ATTRIBUTES_OFFSET:]))
+                        and crc == crc32c(mv[ATTRIBUTES_OFFSET:])
+                        # message.timestamp.after.max.ms, on the header: the validator names the records
+                        and (self._after_max_ms == LONG_MAX or max_timestamp <= self._clock() + self._after_max_ms))
                 if fast:
                     OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
             except (struct.error, TypeError, BufferError):   # short, read-only or non-contiguous buffer

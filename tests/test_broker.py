@@ -67,7 +67,18 @@ def test_api_versions_v0_and_the_too_high_fallback(broker):
     cid, body = c.receive(18, 0)
     assert cid == 77 and body.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(k.api_key, k.max_version) for k in body.api_keys] == [(18, 4)]
-    assert c.call(18, 3, ApiVersionsRequest()).error_code == 0
+    assert c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")).error_code == 0
+    c.close()
+
+
+@pytest.mark.parametrize("name, version", [("", "1"), ("bad name", "1"), ("t", ""), ("t", "1.0-"), ("-t", "1")])
+def test_api_versions_v3_refuses_a_bad_software_name(broker, name, version):
+    """v3+ checks the client's software name and version as Kafka does: INVALID_REQUEST and no table."""
+    c = client(broker)
+    resp = c.call(18, 3, ApiVersionsRequest(client_software_name=name, client_software_version=version))
+    assert (resp.error_code, resp.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+    ok = c.call(18, 3, ApiVersionsRequest(client_software_name="kafka.python", client_software_version="3.0.12"))
+    assert ok.error_code == 0 and ok.api_keys
     c.close()
 
 
@@ -224,3 +235,21 @@ def test_a_completed_fetch_left_in_other_watch_lists_holds_neither_request_nor_r
         todo = [r for o in todo for r in gc.get_referents(o) if id(r) not in reachable]
         reachable.update(id(r) for r in todo)
         assert not any(isinstance(r, (LogReadResult, asyncio.Future, FetchRequest)) for r in todo)
+
+
+@pytest.mark.parametrize("name, partitions_key", [("__consumer_offsets", "offsets.topic.num.partitions"),
+                                                   ("__transaction_state", "transaction.state.log.num.partitions")])
+def test_metadata_auto_creates_an_internal_topic_as_its_coordinator_would(name, partitions_key):
+    """Kafka's AutoTopicCreationManager: an internal topic gets its own partition count and configs, never
+    num.partitions; an invalid name is INVALID_TOPIC_EXCEPTION whether or not auto-creation is allowed."""
+    with EmbeddedBroker({partitions_key: 7, "num.partitions": 2}) as b:
+        c = client(b)
+        T = MetadataRequest.MetadataRequestTopic
+        missing = c.call(3, 12, MetadataRequest(topics=[T(name=name)], allow_auto_topic_creation=False)).topics[0]
+        assert (missing.error_code, missing.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
+        created = c.call(3, 12, MetadataRequest(topics=[T(name=name)], allow_auto_topic_creation=True)).topics[0]
+        assert (created.error_code, created.is_internal, len(created.partitions)) == (0, True, 7)
+        for allow in (False, True):
+            bad = c.call(3, 12, MetadataRequest(topics=[T(name="no/such")], allow_auto_topic_creation=allow))
+            assert bad.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        c.close()

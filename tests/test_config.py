@@ -46,7 +46,7 @@ S = ConfigSource
     ("log.index.size.max.bytes", 10485760), ("log.index.interval.bytes", 4096),
     ("log.flush.interval.messages", LONG_MAX), ("log.flush.interval.ms", None),
     ("log.flush.scheduler.interval.ms", LONG_MAX), ("log.message.timestamp.type", "CreateTime"),
-    ("log.message.timestamp.before.max.ms", LONG_MAX), ("log.message.timestamp.after.max.ms", LONG_MAX),
+    ("log.message.timestamp.before.max.ms", LONG_MAX), ("log.message.timestamp.after.max.ms", 3600000),
     ("message.max.bytes", 1048588), ("socket.request.max.bytes", 104857600),
     ("connections.max.idle.ms", 600000), ("offsets.topic.num.partitions", 50),
     ("offsets.topic.replication.factor", 3), ("offsets.retention.minutes", 10080),

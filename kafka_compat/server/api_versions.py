@@ -1,9 +1,14 @@
 """ApiVersions: the table of what we implement, which every client reads first."""
 from __future__ import annotations
 
+import re
+
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.api_versions import ApiVersionsResponse
 from .registry import handles
+
+# Kafka's rule for the client software name and version (ApiVersionsRequest.isValid, v3+).
+SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 class ApiVersionsApi:
@@ -17,5 +22,9 @@ class ApiVersionsApi:
 
     @handles(18)
     def handle_api_versions(self, request):
-        # Kafka checks the client software name and version only from v3 on; we accept any.
+        body = request.body
+        if request.api_version >= 3 and not (SOFTWARE_NAME_VERSION.fullmatch(body.client_software_name or "")
+                                             and SOFTWARE_NAME_VERSION.fullmatch(body.client_software_version or "")):
+            # as Kafka: INVALID_REQUEST and no table; the client tells its user what it sent
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
         return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=self.api_keys, throttle_time_ms=0)

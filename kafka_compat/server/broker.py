@@ -46,6 +46,7 @@ from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
+from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
 from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
@@ -576,10 +577,13 @@ class Broker:
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),
             OffsetsApi(rm, auth),
-            MetadataApi(cfg, cache, controller, auth, quotas),
+            MetadataApi(cfg, cache, controller, auth, quotas, internal_topics={
+                GROUP_METADATA_TOPIC_NAME: self.group_coordinator.runtime.ensure_topic,
+                TRANSACTION_STATE_TOPIC_NAME: self.txn_coordinator.state_manager.ensure_topic}),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
             FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
-            GroupsApi(self.group_coordinator, cache, auth),
+            GroupsApi(self.group_coordinator, cache, auth, self.add_partitions_to_txn.verify
+                      if cfg["transaction.partition.verification.enable"] else None),
             CreateTopicsApi(cfg, cache, controller, auth, quotas),
             DeleteTopicsApi(cfg, cache, controller, auth, quotas),
             DescribeClusterApi(cache, auth),

@@ -36,7 +36,7 @@ class ConsumerGroupsApi:
             denied = E.TOPIC_AUTHORIZATION_FAILED
         if denied is not None:
             return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=denied,
-                                                  error_message=E(denied).message, member_epoch=-1,
+                                                  error_message=E(denied).message, member_id=None, member_epoch=0,
                                                   heartbeat_interval_ms=0)
         owned = None if req.topic_partitions is None else [
             (tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions]
@@ -45,15 +45,18 @@ class ConsumerGroupsApi:
             request.api_version, req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
             req.rebalance_timeout_ms, req.subscribed_topic_names, regex, req.server_assignor, owned,
             request.client_id or "", _client_host(request), done))
+        if result.error:        # as Kafka: an error answer carries only the error
+            return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=result.error,
+                                                  error_message=result.message, member_id=None, member_epoch=0,
+                                                  heartbeat_interval_ms=0)
         assignment = None
-        if result.error == E.NONE and result.assignment is not None:
+        if result.assignment is not None:
             assignment = ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[
                 ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=t, partitions=sorted(ps))
                 for t, ps in sorted(result.assignment.items())])
         return ConsumerGroupHeartbeatResponse(
             throttle_time_ms=0, error_code=result.error,
-            error_message=result.message if result.error else None,
-            member_id=result.member_id, member_epoch=result.member_epoch,
+            error_message=None, member_id=result.member_id, member_epoch=result.member_epoch,
             heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
 
     def _assignment(self, assignment: dict) -> ConsumerGroupDescribeResponse.Assignment:

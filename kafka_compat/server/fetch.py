@@ -266,7 +266,7 @@ class FetchApi:
         pd = PartitionData(partition_index=index, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
                            aborted_transactions=[] if committed else None, preferred_read_replica=-1, records=b"",
                            error_code=r.error_code)
-        if r.error_code and r.high_watermark < 0:
+        if r.error_code:        # as Kafka's createLogReadResult(e): an error carries no offsets
             return pd
         pd.high_watermark = r.high_watermark
         pd.last_stable_offset = r.last_stable_offset

@@ -9,8 +9,9 @@ as Kafka does.
 from __future__ import annotations
 
 import asyncio
+import inspect
 
-from ..group import OffsetAndMetadata
+from ..group import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_groups import DeleteGroupsResponse
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
@@ -62,10 +63,12 @@ async def _parked(start) -> object:
 
 
 class GroupsApi:
-    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
+        """``verify_partitions``: as ProduceApi's (KIP-890 part 1), or None when verification is off."""
         self.group_coordinator = group_coordinator
         self.metadata_cache = metadata_cache
         self.auth = auth
+        self.verify_partitions = verify_partitions
 
     # ---------------------------------------------------------------- membership
     @handles(11)
@@ -225,10 +228,36 @@ class GroupsApi:
                     p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
         if not offsets:
             return self._txn_commit_response(request, errors)
-        return self._txn_commit_later(request, errors, offsets)
+        verified = None
+        if self.verify_partitions is not None:
+            offsets_partition = (GROUP_METADATA_TOPIC_NAME, self.group_coordinator.partition_for(req.group_id))
+            verified = self.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                              [offsets_partition])
+            if not inspect.isawaitable(verified):
+                error = self._verify_error(request.api_version, verified[offsets_partition])
+                if error:
+                    errors.update(dict.fromkeys(offsets, error))
+                    return self._txn_commit_response(request, errors)
+                verified = None
+        return self._txn_commit_later(request, errors, offsets, verified)
 
-    async def _txn_commit_later(self, request, errors, offsets):
+    @staticmethod
+    def _verify_error(version: int, error: int) -> int:
+        """KIP-890 part 1 for offsets: the group's offsets partition must be in the transaction (AddOffsetsToTxn).
+        A client before v4 knows INVALID_TXN_STATE where later ones are told TRANSACTION_ABORTABLE."""
+        if error == E.TRANSACTION_ABORTABLE:
+            return E.TRANSACTION_ABORTABLE if version >= 4 else E.INVALID_TXN_STATE
+        if error == E.PRODUCER_FENCED:
+            return E.INVALID_PRODUCER_EPOCH
+        return E.COORDINATOR_NOT_AVAILABLE if error == E.NOT_ENOUGH_REPLICAS else error
+
+    async def _txn_commit_later(self, request, errors, offsets, verified=None):
         req = request.body
+        if verified is not None:        # the transaction coordinator is on another broker
+            error = self._verify_error(request.api_version, next(iter((await verified).values())))
+            if error:
+                errors.update(dict.fromkeys(offsets, error))
+                return self._txn_commit_response(request, errors)
         errors.update(await _parked(lambda done: self.group_coordinator.handle_txn_commit_offsets(
             req.group_id, req.producer_id, req.producer_epoch, req.member_id, req.group_instance_id,
             req.generation_id, offsets, done)))

@@ -122,6 +122,9 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[ConfigSynonym, ...]] = {
     "message.downconversion.enable": _s("log.message.downconversion.enable"),
     "local.retention.ms": _s("log.local.retention.ms"),
     "local.retention.bytes": _s("log.local.retention.bytes"),
+    "remote.copy.lag.bytes": _s("log.remote.copy.lag.bytes"),
+    "remote.copy.lag.ms": _s("log.remote.copy.lag.ms"),
+    "max.decompressed.message.bytes": _s("max.decompressed.message.bytes"),
 }
 
 
@@ -263,6 +266,9 @@ BROKER_CONFIG_DEF = (
             "Local retention with tiered storage; -2 means log.retention.ms."))
     .define(*_from_topic("log.local.retention.bytes", MEDIUM,
             "Local size limit with tiered storage; -2 means log.retention.bytes."))
+    .define(*_from_topic("log.remote.copy.lag.bytes", MEDIUM))
+    .define(*_from_topic("log.remote.copy.lag.ms", MEDIUM))
+    .define(*_from_topic("max.decompressed.message.bytes", MEDIUM))
     .define("create.topic.policy.class.name", CLASS, None, None, LOW, "Class checking CreateTopics requests.")
     .define("alter.config.policy.class.name", CLASS, None, None, LOW, "Class checking AlterConfigs requests.")
     # log cleaner

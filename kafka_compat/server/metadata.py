@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from typing import Callable
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
@@ -20,7 +21,7 @@ from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, CREATE, DESCRIBE, NO_AUTH
 from .controller_mutation_quota import ControllerMutationQuotaManager, unlimited
 from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
-from .topics import validate_name
+from .topics import INTERNAL_TOPICS, validate_name
 
 Partition = MetadataResponse.MetadataResponsePartition
 log = logging.getLogger(__name__)
@@ -77,8 +78,13 @@ def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str 
 
 class MetadataApi:
     def __init__(self, config, metadata_cache: MetadataCache, controller, auth: AuthHelper = NO_AUTHORIZER,
-                 quotas: ControllerMutationQuotaManager | None = None):
+                 quotas: ControllerMutationQuotaManager | None = None,
+                 internal_topics: dict[str, Callable[[], bool]] | None = None):
+        """``internal_topics``: for each internal topic, its coordinator's ``ensure_topic``. An internal topic is
+        auto-created with its own partition count, replication factor and configs, as Kafka's
+        AutoTopicCreationManager does, never with num.partitions."""
         self.config = config
+        self.internal_topics = internal_topics or {}
         self.metadata_cache = metadata_cache
         self.controller = controller            # auto-creation goes through it
         self.auth = auth
@@ -93,7 +99,10 @@ class MetadataApi:
 
     @staticmethod
     def _error_entry(code: int, name: str | None, topic_id: bytes = ZERO_UUID):
-        return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+        # as Kafka, an unknown internal topic is still called internal; a refused one tells nothing
+        internal = name in INTERNAL_TOPICS and code != ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
+                                                      is_internal=internal, partitions=[])
 
     def _may_create(self, request, name: str) -> bool:
         return self.auth.authorize_cluster(request, CREATE) or self.auth.authorize(request, CREATE, TOPIC, name)
@@ -133,9 +142,20 @@ class MetadataApi:
                     wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
                     continue
                 topic = cache.get_topic(t.name)
+                if topic is None:
+                    try:
+                        validate_name(t.name)
+                    except KafkaError as e:       # as Kafka: an invalid name is said so, created or not
+                        wanted.append(self._error_entry(e.error_code, t.name))
+                        continue
                 if topic is None and allow_create:
                     if not self._may_create(request, t.name):
                         wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
+                        continue
+                    if t.name in self.internal_topics:
+                        topic = cache.get_topic(t.name) if self.internal_topics[t.name]() else None
+                        wanted.append(self._topic_entry(request, topic, listener, include_ops, v) if topic
+                                      else self._error_entry(ErrorCode.LEADER_NOT_AVAILABLE, t.name))
                         continue
                     try:
                         validate_name(t.name)

@@ -21,6 +21,10 @@ from .replica_manager import ReplicaManager
 EARLIEST_PENDING_UPLOAD = -6        # KIP-1023; like latest-tiered, nothing is tiered here
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
+# The first version that may ask for each sentinel; an older one is answered UNSUPPORTED_VERSION,
+# as Kafka answers it: max timestamp (KIP-734), earliest local (KIP-405), latest tiered (KIP-1005),
+# earliest pending upload (KIP-1023).
+SENTINEL_SINCE = {-3: 7, -4: 8, -5: 9, EARLIEST_PENDING_UPLOAD: 11}
 
 
 class OffsetsApi:
@@ -53,6 +57,9 @@ class OffsetsApi:
     def _list_one(self, name: str, p, version: int, isolation: FetchIsolation, from_leader: bool):
         out = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index,
                                                                timestamp=-1, offset=-1, leader_epoch=-1)
+        if version < SENTINEL_SINCE.get(p.timestamp, 0):
+            out.error_code = ErrorCode.UNSUPPORTED_VERSION
+            return out
         tiered = p.timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD)
         error, found = self.replica_manager.fetch_offset_for_timestamp(
             name, p.partition_index, LATEST_TIMESTAMP if tiered else p.timestamp, isolation,

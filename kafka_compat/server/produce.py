@@ -45,10 +45,15 @@ ADMIN_CLIENT_ID = "__admin_client"       # Kafka lets only its admin tools write
 
 
 def format_error(records, version: int) -> int:
-    """Kafka's per-version format rules: v3+ carries only magic 2, zstd needs v7+."""
+    """Kafka's per-version format rules: v3+ carries only magic 2, zstd needs v7+.
+
+    Fewer bytes than a batch header up to its magic are no batch at all (INVALID_RECORD); a
+    magic beyond 2 is corrupt, as Kafka's batch iterator finds before the version rule."""
     if records is None or len(records) <= MAGIC_OFFSET:
-        return ErrorCode.INVALID_RECORD if records is None else ErrorCode.CORRUPT_MESSAGE
+        return ErrorCode.INVALID_RECORD
     magic = records[MAGIC_OFFSET]
+    if magic > 2:                       # a byte: a negative magic reads as 128..255
+        return ErrorCode.CORRUPT_MESSAGE
     if version >= 3 and magic != 2:
         return ErrorCode.INVALID_RECORD
     if magic == 2 and version < 7 and len(records) > ATTRIBUTES_OFFSET + 1 \
@@ -60,7 +65,7 @@ def format_error(records, version: int) -> int:
 def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
     if r.error_code and r.base_offset < 0:
         out = PartitionProduceResponse(index=index, error_code=r.error_code, base_offset=-1, log_append_time_ms=-1,
-                                       log_start_offset=-1, error_message=r.error_message)
+                                       log_start_offset=r.log_start_offset, error_message=r.error_message)
         if r.record_errors:
             out.record_errors = [BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                  for i, m in r.record_errors]

@@ -54,6 +54,10 @@ from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherMa
 log = logging.getLogger(__name__)
 
 # append errors whose bytes Kafka counts as rejected (BytesRejectedPerSec)
+# the refusals Kafka answers with UNKNOWN_LOG_APPEND_INFO (no log start offset)
+NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                 ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
 REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE,
                       ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
 
@@ -549,7 +553,10 @@ class ReplicaManager:
             info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
         except KafkaError as e:
             stats.record_failed_append(topic, len(records), e.error_code in REJECTED)
-            return ProduceResult(e.error_code, record_errors=e.record_errors, error_message=str(e) or None)
+            # as Kafka's appendToLocalLog: every refusal but a few reports the partition's log start offset
+            start = -1 if e.error_code in NO_LOG_START_OFFSET else partition.log_start_offset
+            return ProduceResult(e.error_code, log_start_offset=start, record_errors=e.record_errors,
+                                 error_message=str(e) or None)
         except OSError as e:     # a full or failing disk: nothing was acknowledged, the client retries
             log.error("cannot append to %s-%d: %s", topic, index, e)
             stats.record_failed_append(topic, len(records), False)

@@ -5,6 +5,8 @@ from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.scheduler import Scheduler
 from kafka_compat.storage.unified_log import UnifiedLog
 
+from kafka_compat.configdef import LONG_MAX
+
 
 class FakeClock:
     """Milliseconds that only move when a test says so."""
@@ -38,6 +40,9 @@ def make_log(tmp_path, clock, scheduler):
 
     def factory(name="t-0", config=None, *, recovery_point=0, log_start_offset=0, had_clean_shutdown=False,
                 **overrides):
+        # the tests' clock stands still while their records carry real and made-up times: no future bound
+        # unless a test sets one (Kafka 4's default of one hour is tested in test_storage_validator.py)
+        overrides.setdefault("message_timestamp_after_max_ms", LONG_MAX)
         cfg = config if config is not None else LogConfig(**overrides)
         lg = UnifiedLog(str(tmp_path / name), cfg, scheduler=scheduler, clock=clock, recovery_point=recovery_point,
                  log_start_offset=log_start_offset, had_clean_shutdown=had_clean_shutdown)

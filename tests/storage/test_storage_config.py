@@ -15,7 +15,7 @@ def test_kafka_defaults():
     assert (c.delete_retention_ms, c.file_delete_delay_ms) == (86400000, 60000)
     assert (c.flush_messages, c.flush_ms) == (LONG_MAX, LONG_MAX)
     assert c.message_timestamp_type == "CreateTime"
-    assert (c.message_timestamp_before_max_ms, c.message_timestamp_after_max_ms) == (LONG_MAX, LONG_MAX)
+    assert (c.message_timestamp_before_max_ms, c.message_timestamp_after_max_ms) == (LONG_MAX, 3_600_000)
     assert (c.segment_jitter_ms, c.preallocate) == (0, False)
     assert c.delete and not c.compact and not c.reads_records
 

@@ -5,6 +5,7 @@ import pytest
 from kafka_compat.storage.fetch_data_info import FetchIsolation
 from kafka_compat.storage.leader_epoch_cache import EpochEntry
 from kafka_compat.storage.local_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_offset_metadata import LogOffsetMetadata
 from kafka_compat.storage.validator import COORDINATOR
 from logtools import TS, append_committed, batch, keyed, read_bytes, read_views
@@ -288,3 +289,15 @@ def test_compaction_keeps_markers_aborted_transaction_indexes_and_committed_valu
     assert records[0] == b"committed"                  # the aborted value did not shadow it
     info = lg.read(0, 1 << 20, TXN_COMMITTED, True)
     assert [(t.producer_id, t.first_offset) for t in info.aborted_transactions] == [(4, 1)]
+
+
+def test_kafka_4_future_bound_is_checked_on_the_batch_header(make_log):
+    """message.timestamp.after.max.ms defaults to one hour (Kafka 4). A batch's max timestamp past it is
+    refused on the header-only append path too; within it, the append takes that path unchanged."""
+    lg = make_log(config=LogConfig())
+    assert lg.config.message_timestamp_after_max_ms == 3_600_000 and not lg.config.reads_records
+    assert lg.append_as_leader(batch(2, ts=TS + 3_600_000), 0).first_offset == 0
+    with pytest.raises(KafkaError) as e:
+        lg.append_as_leader(batch(1, ts=TS + 3_600_001), 0)
+    assert e.value.error_code == ErrorCode.INVALID_TIMESTAMP and e.value.record_errors[0][0] == 0
+    assert lg.log_end_offset == 2

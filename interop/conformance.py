@@ -1,0 +1,358 @@
+"""Differential conformance: the same requests to Apache Kafka and to kafka-compat, answers compared.
+
+Both answers are decoded with our generated codecs and walked field by field. Elements of
+an array are paired by their schema's map key (or, where the schema names none, by a
+partition index), so only the order of keyed arrays goes unchecked. Each leaf that differs
+must be on one of two lists, each entry with its reason:
+
+- `ALLOWED`: differences that are right, because the two clusters are not the same cluster
+  (ids, ports, clocks) or because Kafka 4 dropped something older clients still need.
+- `KNOWN`: differences that are ours to remove, each naming the issue that removes it.
+
+Any other difference fails the test that found it. `Tally` counts the leaves compared per
+API; `interop/conftest.py` writes the counts to `.cache/conformance/report.json` and prints
+the match rate per API at the end of the session.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from kafka_compat.codegen import model
+from wire import WireClient  # noqa: E402
+
+from kafka_compat.protocol.messages import APIS, api_versions, create_topics, metadata
+from kafka_compat.protocol.primitives import KafkaStruct
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / ".cache" / "conformance" / "report.json"
+
+# (API name or "*", path pattern, reason). A path is dotted attributes with [key] per element,
+# for example `brokers[1].port` or `topics[t].partitions[0].error_code`. In patterns `*` matches
+# anything and brackets are literal; a pattern without a dot may also match the last attribute.
+ALLOWED: list[tuple[str, str, str]] = [
+    # the two clusters are not the same cluster
+    ("*", "throttle_time_ms", "a quota's throttle depends on each broker's own load"),
+    ("*", "*topic_id", "topic ids are random UUIDs drawn by each cluster"),
+    ("*", "cluster_id", "each cluster draws its own id"),
+    ("*", "*port", "each broker listens on a port the OS picked"),
+    ("*", "*log_append_time_ms", "LogAppendTime is each broker's clock"),
+    ("*", "*member_id", "member ids carry a random UUID"),
+    ("JoinGroup", "leader", "the leader is named by its member id, which carries a random UUID"),
+    ("*", "*producer_id", "producer ids are drawn from each cluster's own blocks"),
+    ("*", "*session_id", "fetch session ids are random"),
+    ("*", "*error_message",
+     "free text: the error code is the contract, and the words are ours (Kafka's own change between releases)"),
+    # Kafka 4 dropped what older clients still need, and we keep it (KIP-896, KIP-724)
+    ("ApiVersions", "api_keys[*].min_version",
+     "Kafka 4 removed the oldest versions of 16 APIs (KIP-896); kafka-compat still serves them to older clients"),
+    ("*", "*configs[message.format.version].*", "removed in Kafka 4; we keep it, since we still store v0/v1 batches"),
+    ("*", "*configs[message.downconversion.enable].*", "removed in Kafka 4; we still down-convert for old clients"),
+    ("*", "*configs[message.timestamp.difference.max.ms].*",
+     "removed in Kafka 4 (KIP-937 replaced it); older tools still set it"),
+    # KRaft against ZooKeeper: Kafka 4's quorum has no ZooKeeper-mode equivalent
+    ("ApiVersions", "api_keys[55].*", "DescribeQuorum exists only for KRaft's quorum"),
+    ("ApiVersions", "api_keys[64].*", "UnregisterBroker exists only for KRaft's quorum"),
+    ("ApiVersions", "api_keys[80].*", "AddRaftVoter exists only for KRaft's quorum"),
+    ("ApiVersions", "api_keys[81].*", "RemoveRaftVoter exists only for KRaft's quorum"),
+    ("*", "controller_id", "KRaft's controller is a quorum node that clients never reach; ours is a broker"),
+    ("*", "*configs[min.insync.replicas].*",
+     "Kafka 4's storage format writes min.insync.replicas as a cluster default (ELR, KIP-966)"),
+    ("ApiVersions", "supported_features[kraft.version].*", "the KRaft quorum's own feature"),
+    ("ApiVersions", "supported_features[eligible.leader.replicas.version].*", "KRaft's ELR (KIP-966)"),
+    ("ApiVersions", "finalized_features[eligible.leader.replicas.version].*", "KRaft's ELR (KIP-966)"),
+]
+
+# (API name or "*", path pattern, reason with the issue that removes it)
+KNOWN: list[tuple[str, str, str]] = [
+    *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
+        (34, "AlterReplicaLogDirs", 35), (38, "CreateDelegationToken", 35), (39, "RenewDelegationToken", 35),
+        (40, "ExpireDelegationToken", 35), (41, "DescribeDelegationToken", 35),
+        (45, "AlterPartitionReassignments on a single node", 35), (46, "ListPartitionReassignments on a single node", 35),
+        (57, "UpdateFeatures", 31), (74, "ListConfigResources", 35), (76, "ShareGroupHeartbeat", 34),
+        (77, "ShareGroupDescribe", 34), (78, "ShareFetch", 34), (79, "ShareAcknowledge", 34),
+        (83, "InitializeShareGroupState", 34), (84, "ReadShareGroupState", 34), (85, "WriteShareGroupState", 34),
+        (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34), (88, "StreamsGroupHeartbeat", 31),
+        (89, "StreamsGroupDescribe", 31), (90, "DescribeShareGroupOffsets", 34), (91, "AlterShareGroupOffsets", 34),
+        (92, "DeleteShareGroupOffsets", 34), (93, "Kafka 4.4's API 93 (our schemas are Kafka 4.3's)", 30),
+        (94, "Kafka 4.4's API 94 (our schemas are Kafka 4.3's)", 30)]],
+    *[("ApiVersions", f"api_keys[{k}].max_version", f"{name} (issue {issue})") for k, name, issue in [
+        (18, "ApiVersions v5 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
+        (26, "EndTxn v5 is transactions v2", 31), (27, "WriteTxnMarkers v2 is transactions v2", 31),
+        (28, "TxnOffsetCommit v5 is transactions v2, v6 Kafka 4.4's", 31),
+        (42, "DeleteGroups v3 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
+        (66, "ListTransactions v2 is transactions v2", 31)]],
+    ("Produce", "responses[conf-pr-gz].*",
+     "a compressed batch is stored without being decompressed, so junk inside it is not seen; Kafka decompresses "
+     "every batch it validates (issue 30)"),
+    ("ApiVersions", "supported_features*", "feature versioning is not built yet (issue 31)"),
+    ("ApiVersions", "finalized_features*", "feature versioning is not built yet (issue 31)"),
+]
+
+
+def _map_keys() -> dict[str, tuple[str, ...]]:
+    """Struct qualname (`MetadataResponse.MetadataResponseBroker`) -> its map-key attributes."""
+    keys: dict[str, tuple[str, ...]] = {}
+    schemas = model.load(ROOT / "schemas")
+
+    def walk(msg_name: str, fields: list[model.Field], structs: dict) -> None:
+        for f in fields:
+            if not f.is_struct:
+                continue
+            sub = f.fields or (structs[f.element].fields if f.element in structs else [])
+            mk = tuple(s.attr for s in sub if s.map_key)
+            if mk:
+                keys[f"{msg_name}.{f.element}"] = mk
+            walk(msg_name, sub, structs)
+
+    for api in schemas.apis:
+        for m in (api.request, api.response):
+            walk(m.name, m.fields, m.structs)
+    return keys
+
+
+MAP_KEYS = _map_keys()
+FALLBACK_KEYS = ("partition_index", "partition", "partition_id", "index", "api_key", "name", "group_id")
+# map keys that each cluster draws at random: elements keyed by them are paired by position
+RANDOM_KEYS = {"member_id", "producer_id", "topic_id"}
+
+
+def _element_key(e) -> str | None:
+    if not isinstance(e, KafkaStruct):
+        return repr(e)
+    attrs = MAP_KEYS.get(type(e).__qualname__) or tuple(a for a in FALLBACK_KEYS if a in e.__slots__)[:1]
+    attrs = tuple(a for a in attrs if a not in RANDOM_KEYS)
+    if not attrs:
+        return None
+    return ",".join(str(v) if v != "" else '""' for v in (getattr(e, a) for a in attrs))
+
+
+def _leaves(value, path: str):
+    """Every (path, leaf) below value: what a missing element would have been compared on."""
+    if isinstance(value, KafkaStruct):
+        for s in value.__slots__:
+            if s != "unknown_tags":
+                yield from _leaves(getattr(value, s), f"{path}.{s}" if path else s)
+    elif isinstance(value, list) and value and isinstance(value[0], KafkaStruct):
+        for e in value:
+            yield from _leaves(e, f"{path}[{_element_key(e)}]")
+    else:
+        yield path, value
+
+
+def diff(ours, theirs, path: str = ""):
+    """Yield (path, ours, theirs) for each leaf that differs, and (path, same) markers for equal ones.
+
+    Each yielded tuple is (path, ours, theirs, equal)."""
+    if isinstance(ours, KafkaStruct) and isinstance(theirs, KafkaStruct) and type(ours) is type(theirs):
+        for s in ours.__slots__:
+            if s == "unknown_tags":
+                continue
+            yield from diff(getattr(ours, s), getattr(theirs, s), f"{path}.{s}" if path else s)
+        return
+    if (isinstance(ours, list) and isinstance(theirs, list)
+            and any(isinstance(e, KafkaStruct) for e in ours + theirs)):
+        keys_a, keys_b = [_element_key(e) for e in ours], [_element_key(e) for e in theirs]
+        keyed = None not in keys_a + keys_b and len(set(keys_a)) == len(keys_a) and len(set(keys_b)) == len(keys_b)
+        if keyed:
+            a = {_element_key(e): e for e in ours}
+            b = {_element_key(e): e for e in theirs}
+        else:
+            a = {str(i): e for i, e in enumerate(ours)}
+            b = {str(i): e for i, e in enumerate(theirs)}
+        for k in sorted(a.keys() | b.keys()):
+            p = f"{path}[{k}]"
+            if k in a and k in b:
+                yield from diff(a[k], b[k], p)
+            elif k in a:
+                for lp, v in _leaves(a[k], p):
+                    yield lp, v, "(absent)", False
+            else:
+                for lp, v in _leaves(b[k], p):
+                    yield lp, "(absent)", v, False
+        return
+    if isinstance(ours, (bytes, bytearray, memoryview)):
+        ours = bytes(ours)
+    if isinstance(theirs, (bytes, bytearray, memoryview)):
+        theirs = bytes(theirs)
+    yield path, ours, theirs, ours == theirs
+
+
+def _listed(table, api: str, path: str) -> str | None:
+    """The reason of the first entry whose pattern matches the path (or its last attribute).
+
+    In a pattern `[` and `]` are literal, so `api_keys[57].*` names element 57; `*` matches anything."""
+    leaf = path.rsplit(".", 1)[-1]
+    for name, pattern, reason in table:
+        literal = pattern.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
+        if name in ("*", api) and (fnmatch.fnmatchcase(path, literal) or fnmatch.fnmatchcase(leaf, literal)):
+            return reason
+    return None
+
+
+@dataclass
+class Counts:
+    compared: int = 0
+    identical: int = 0
+    allowed: int = 0
+    known: int = 0
+    unexplained: int = 0
+    examples: list = field(default_factory=list)
+
+
+class Tally:
+    """Leaves compared per API over a whole session."""
+
+    def __init__(self):
+        self.by_api: dict[str, Counts] = defaultdict(Counts)
+
+    def compare(self, api_key: int, version: int, ours, theirs, context: str = "") -> list[str]:
+        """Compare one answer; count it; return the unexplained differences as readable lines."""
+        api = APIS[api_key].name
+        counts = self.by_api[api]
+        bad = []
+        for path, a, b, equal in diff(ours, theirs):
+            counts.compared += 1
+            if equal:
+                counts.identical += 1
+                continue
+            if _listed(ALLOWED, api, path):
+                counts.allowed += 1
+            elif _listed(KNOWN, api, path):
+                counts.known += 1
+            else:
+                counts.unexplained += 1
+                line = f"{api} v{version} {context}: {path}: ours={a!r} kafka={b!r}"
+                bad.append(line)
+                if len(counts.examples) < 20:
+                    counts.examples.append(line)
+        return bad
+
+    def merge_into(self, path: Path = REPORT) -> dict:
+        """Add this tally to the report file (pytest-xdist-free: one session writes at a time)."""
+        report = json.loads(path.read_text()) if path.exists() else {}
+        for api, c in self.by_api.items():
+            r = report.setdefault(api, {"compared": 0, "identical": 0, "allowed": 0, "known": 0,
+                                        "unexplained": 0, "examples": []})
+            for k in ("compared", "identical", "allowed", "known", "unexplained"):
+                r[k] += getattr(c, k)
+            r["examples"] = (r["examples"] + c.examples)[:20]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1, sort_keys=True))
+        return report
+
+
+class Pair:
+    """One connection to each broker; every call goes to both, and the answers are compared."""
+
+    def __init__(self, ours, kafka, tally, context: str):
+        """ours: an EmbeddedBroker; kafka: a reference.ReferenceKafka."""
+        self.ours = WireClient("127.0.0.1", ours.port)
+        self.kafka = WireClient(*kafka.address)
+        self.tally = tally
+        self.context = context
+        self.unexplained: list[str] = []
+        self._ranges: dict[int, range] | None = None
+
+    def close(self) -> None:
+        self.ours.close()
+        self.kafka.close()
+
+    def ranges(self) -> dict[int, range]:
+        """API key -> the versions both brokers accept."""
+        if self._ranges is None:
+            hello = api_versions.ApiVersionsRequest(client_software_name="conformance", client_software_version="1")
+            a = self.ours.call(18, 3, hello)
+            b = self.kafka.call(18, 3, hello)
+            assert a.error_code == b.error_code == 0, (a, b)
+            ka = {k.api_key: (k.min_version, k.max_version) for k in a.api_keys}
+            kb = {k.api_key: (k.min_version, k.max_version) for k in b.api_keys}
+            self._ranges = {k: range(max(ka[k][0], kb[k][0]), min(ka[k][1], kb[k][1]) + 1)
+                            for k in ka.keys() & kb.keys()}
+        return self._ranges
+
+    def versions(self, api_key: int, lo: int = 0, hi: int = 99) -> list[int]:
+        """The versions both accept, within lo..hi; a test of an API neither side shares fails here."""
+        found = [v for v in self.ranges().get(api_key, ()) if lo <= v <= hi]
+        assert found, f"no version of API {api_key} in {lo}..{hi} that both brokers accept"
+        return found
+
+    def call(self, api_key: int, version: int, body, what: str = ""):
+        """Send body to both; compare the answers; return (ours, kafka).
+
+        body may be a function of the side ("ours" or "kafka"), for what each cluster draws
+        itself: topic ids, producer ids."""
+        ours = self.ours.call(api_key, version, body("ours") if callable(body) else body)
+        theirs = self.kafka.call(api_key, version, body("kafka") if callable(body) else body)
+        self.unexplained += self.tally.compare(api_key, version, ours, theirs, f"{self.context} {what}".strip())
+        return ours, theirs
+
+    def each(self, api_key: int, version: int, body) -> None:
+        """Send to both without comparing (set-up steps such as creating a topic)."""
+        self.ours.call(api_key, version, body)
+        self.kafka.call(api_key, version, body)
+
+    def client(self, side: str) -> WireClient:
+        return self.ours if side == "ours" else self.kafka
+
+    def topic_id(self, side: str, name: str) -> bytes:
+        resp = self.client(side).call(3, 12, metadata.MetadataRequest(
+            topics=[metadata.MetadataRequest.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False))
+        return resp.topics[0].topic_id
+
+    def check(self) -> None:
+        assert not self.unexplained, "answers differ from Kafka's:\n" + "\n".join(self.unexplained[:60])
+
+
+def create(pair: Pair, *names: str, partitions: int = 1, configs: dict | None = None) -> None:
+    topics = [create_topics.CreateTopicsRequest.CreatableTopic(
+        name=n, num_partitions=partitions, replication_factor=1, assignments=[],
+        configs=[create_topics.CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                 for k, v in (configs or {}).items()]) for n in names]
+    pair.each(19, 5, create_topics.CreateTopicsRequest(topics=topics, timeout_ms=30000))
+    wait_for_leaders(pair, names)
+
+
+def wait_for_leaders(pair: Pair, names) -> None:
+    """Both brokers know every partition's leader (topic creation is asynchronous in KRaft)."""
+    req = metadata.MetadataRequest(topics=[metadata.MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                                   allow_auto_topic_creation=False)
+    for client in (pair.ours, pair.kafka):
+        deadline = time.monotonic() + 30
+        while True:
+            resp = client.call(3, 9, req)
+            if all(t.error_code == 0 and t.partitions and all(p.leader_id >= 0 for p in t.partitions)
+                   for t in resp.topics):
+                break
+            assert time.monotonic() < deadline, f"no leaders for {names}: {resp}"
+            time.sleep(0.1)
+
+
+
+
+def table(report: dict) -> str:
+    """The match rate per API as a Markdown table (README's conformance table)."""
+    rows = ["| API | fields compared | identical | allowed | known | unexplained | match |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    total = Counts()
+    for api in sorted(report):
+        r = report[api]
+        rate = r["identical"] / r["compared"] if r["compared"] else 1.0
+        rows.append(f"| {api} | {r['compared']} | {r['identical']} | {r['allowed']} | {r['known']} | "
+                    f"{r['unexplained']} | {rate:.1%} |")
+        for k in ("compared", "identical", "allowed", "known", "unexplained"):
+            setattr(total, k, getattr(total, k) + r[k])
+    rate = total.identical / total.compared if total.compared else 1.0
+    rows.append(f"| **all** | {total.compared} | {total.identical} | {total.allowed} | {total.known} | "
+                f"{total.unexplained} | {rate:.1%} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table(json.loads(REPORT.read_text())))

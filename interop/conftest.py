@@ -1,0 +1,80 @@
+"""Session-wide fixtures of the interop suites: Apache Kafka as the reference broker, and the
+conformance tally that the differential tests add to (see interop/conformance.py)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import conformance  # noqa: E402
+import reference  # noqa: E402
+
+
+def _reference(request, brokers: int, zookeeper: bool = False):
+    if not reference.available(zookeeper):
+        pytest.skip("Apache Kafka is not resolved (run: bash interop/maven.sh kafka kafka3)")
+    ref = (reference.start_zookeeper_mode if zookeeper else reference.start_kraft)(brokers)
+    request.addfinalizer(ref.stop)
+    return ref
+
+
+@pytest.fixture(scope="session")
+def reference_kafka(request):
+    """Apache Kafka 4.x, one KRaft node (broker and controller), started once per session."""
+    return _reference(request, 1)
+
+
+@pytest.fixture(scope="session")
+def reference_kafka_cluster(request):
+    """Apache Kafka 4.x, three KRaft nodes, started once per session."""
+    return _reference(request, 3)
+
+
+@pytest.fixture(scope="session")
+def reference_kafka_zookeeper(request):
+    """Apache Kafka 3.9 in ZooKeeper mode, three brokers: the reference for our ZooKeeper cluster."""
+    return _reference(request, 3, zookeeper=True)
+
+
+@pytest.fixture(scope="session")
+def conformance_tally():
+    return conformance.Tally()
+
+
+@pytest.fixture(scope="session")
+def conformance_broker():
+    """kafka-compat as the conformance tests compare it: one node, its defaults as Kafka's single node has
+    them (node 0, no initial rebalance delay)."""
+    from kafka_compat.testing import EmbeddedBroker
+
+    with EmbeddedBroker({"broker.id": 0, "group.initial.rebalance.delay.ms": 0}) as b:
+        yield b
+
+
+@pytest.fixture
+def pair(request, conformance_broker, reference_kafka, conformance_tally):
+    """One connection to each broker, compared as conformance.Pair does."""
+    p = conformance.Pair(conformance_broker, reference_kafka, conformance_tally, request.node.name)
+    yield p
+    p.close()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    tally = getattr(session.config, "_conformance_tally", None)
+    if tally is not None and tally.by_api:
+        conformance.REPORT.unlink(missing_ok=True)
+        session.config._conformance_report = tally.merge_into()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    report = getattr(config, "_conformance_report", None)
+    if report:
+        terminalreporter.write_sep("-", "conformance with Apache Kafka: fields per API")
+        terminalreporter.write_line(conformance.table(report))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _keep_tally(request, conformance_tally):
+    request.config._conformance_tally = conformance_tally
