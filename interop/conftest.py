@@ -45,11 +45,14 @@ def conformance_tally():
 
 @pytest.fixture(scope="session")
 def conformance_broker():
-    """kafka-compat as the conformance tests compare it: one node, its defaults as Kafka's single node has
-    them (node 0, no initial rebalance delay)."""
-    from kafka_compat.testing import EmbeddedBroker
+    """kafka-compat as the conformance tests compare it: one node, set as the reference Kafka is (node 0,
+    its threads and internal topics' replication, no initial rebalance delay)."""
+    from kafka_compat.testing import EmbeddedBroker, free_port
 
-    with EmbeddedBroker({"broker.id": 0, "group.initial.rebalance.delay.ms": 0}) as b:
+    port = free_port()
+    settings = {"broker.id": 0, "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "inter.broker.listener.name": "PLAINTEXT", **reference.small_cluster(1)}
+    with EmbeddedBroker(settings, port=port) as b:
         yield b
 
 

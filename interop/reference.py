@@ -99,7 +99,7 @@ class ReferenceKafka:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _small_cluster(brokers: int) -> dict:
+def small_cluster(brokers: int) -> dict:
     """The settings every reference broker gets: internal topics sized to the cluster, the threads of THREADS,
     and no initial rebalance delay (as the conformance tests' kafka-compat has it)."""
     rf = min(3, brokers)
@@ -170,7 +170,7 @@ def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float 
                 "log.dirs": data,
                 "share.coordinator.state.topic.replication.factor": rf,
                 "share.coordinator.state.topic.min.isr": min(2, rf),
-                **_small_cluster(brokers), **(overrides or {}),
+                **small_cluster(brokers), **(overrides or {}),
             }))
             subprocess.run(["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log_config}", "-cp",
                             _classpath(KAFKA4_DIR), "kafka.tools.StorageTool", "format", "-t", cluster_id,
@@ -203,7 +203,7 @@ def start_zookeeper_mode(brokers: int = 1, overrides: dict | None = None, timeou
                 "broker.id": i, "zookeeper.connect": zk.connect_string("/kafka"),
                 "listeners": f"PLAINTEXT://{peers.LOOPBACK}:{ports[i]}",
                 "log.dirs": root / f"data{i}",
-                **_small_cluster(brokers), **(overrides or {}),
+                **small_cluster(brokers), **(overrides or {}),
             }))
             ref.procs.append(_start_jvm(KAFKA3_DIR, "kafka.Kafka", props, root / f"broker{i}.log", log_config))
         _wait_ready(ref, timeout)

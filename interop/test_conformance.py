@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import crc32c
-from conformance import Pair, create
+from conformance import Pair, coordinator_ready, create
 
 from kafka_compat.protocol import records
 from kafka_compat.protocol.messages import (
@@ -244,6 +244,7 @@ def test_produce_idempotent_sequences(pair):
 
 def test_produce_transactional_without_transaction(pair):
     create(pair, "conf-pr-txn")
+    coordinator_ready(pair, "conf-no-txn", key_type=1)      # the coordinator can be asked
     v = max(pair.versions(PRODUCE, lo=3, hi=12))
     data = batch(b"t", producer_id=4242, producer_epoch=0, base_sequence=0, is_transactional=True)
     pair.call(PRODUCE, v, produce_body(pair, "conf-pr-txn", data, transactional_id="conf-no-txn"), "unknown pid")

@@ -5,9 +5,7 @@ conformance.ALLOWED); everything else in each answer is compared, errors include
 """
 from __future__ import annotations
 
-import time
-
-from conformance import create
+from conformance import coordinator_ready, create, until
 
 from kafka_compat.protocol.messages import (
     add_offsets_to_txn,
@@ -33,29 +31,6 @@ OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROU
 DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 15, 16, 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DELETE_GROUPS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT = 28, 42, 47, 68
 PROTOCOL = join_group.JoinGroupRequest.JoinGroupRequestProtocol
-LOADING = (14, 15, 16)      # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-
-
-def until(call, ok, timeout: float = 30.0):
-    """call() until ok(answer); the last answer. For coordinators that are still loading."""
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = call()
-        if ok(answer) or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
-
-
-def coordinator_ready(pair, key: str, key_type: int = 0) -> None:
-    """Both brokers have their coordinator for key loaded (the internal topic created on first ask)."""
-    for side in ("ours", "kafka"):
-        r = until(lambda: pair.client(side).call(FIND_COORDINATOR, 3, find_coordinator.FindCoordinatorRequest(
-            key=key, key_type=key_type)), lambda r: r.error_code == 0)
-        assert r.error_code == 0, (side, r)
-        if key_type == 0:       # Kafka 4 loads the group shard after it answers FindCoordinator
-            d = until(lambda: pair.client(side).call(DESCRIBE_GROUPS, 5, describe_groups.DescribeGroupsRequest(
-                groups=[key], include_authorized_operations=False)), lambda d: d.groups[0].error_code not in LOADING)
-            assert d.groups[0].error_code not in LOADING, (side, d)
 
 
 def join(group: str, member: str = "", protocol_type: str = "consumer", session_ms: int = 10000, **kw):

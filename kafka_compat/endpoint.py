@@ -83,8 +83,11 @@ def connection_string(endpoint: EndPoint) -> str:
     return f"{endpoint.listener_name}://{host}:{endpoint.port}"
 
 
-def parse_listeners(name: str, text: str, protocol_map: Mapping[str, SecurityProtocol]) -> list[EndPoint]:
-    """``NAME://host:port,...`` into EndPoints; names must be distinct, and so must ports (but 0)."""
+def parse_listeners(name: str, text: str | list[str], protocol_map: Mapping[str, SecurityProtocol]) -> list[EndPoint]:
+    """``NAME://host:port,...`` (or its items, as a LIST config holds them) into EndPoints; names must be
+    distinct, and so must ports (but 0)."""
+    if isinstance(text, (list, tuple)):
+        text = ",".join(text)
     endpoints = [parse_endpoint(item, protocol_map, name, text) for item in _items(name, text)]
     if len({e.listener_name for e in endpoints}) != len(endpoints):
         raise ConfigError(name, text, "Each listener must have a different name")

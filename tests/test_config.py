@@ -34,8 +34,8 @@ S = ConfigSource
 
 @pytest.mark.parametrize("name, expected", [
     ("broker.id", 0), ("node.id", 0),
-    ("listeners", "PLAINTEXT://:9092"), ("advertised.listeners", None),
-    ("log.dir", "/tmp/kafka-logs"), ("log.dirs", None),
+    ("listeners", ["PLAINTEXT://:9092"]), ("advertised.listeners", None),
+    ("log.dir", ["/tmp/kafka-logs"]), ("log.dirs", None),
     ("num.partitions", 1), ("default.replication.factor", 1),
     ("auto.create.topics.enable", True), ("delete.topic.enable", True),
     ("log.segment.bytes", 1073741824), ("log.roll.hours", 168), ("log.roll.ms", None),

@@ -219,6 +219,11 @@ def parse_request(frame, supported: dict[int, tuple[int, int]] | None = None) ->
         lo, hi = supported.get(api_key, (0, -1))
     if not lo <= api_version <= hi:
         if api_key == API_VERSIONS:
+            # as Kafka: the header must still parse, at the header version the (future) version implies
+            try:
+                RequestHeader.decode(mv, 2 if api_version >= 3 else 1)
+            except DecodeError as e:
+                raise InvalidRequest(str(e), api_key, api_version, correlation_id) from e
             raise UnsupportedApiVersionsRequest(correlation_id, api_version)
         raise InvalidRequest(f"{info.name} v{api_version} is not supported", api_key, api_version,
                              correlation_id)

@@ -161,9 +161,9 @@ BROKER_CONFIG_DEF = (
     .define("controlled.shutdown.retry.backoff.ms", LONG, 5000, None, MEDIUM,
             "Wait between tries of a controlled shutdown.")
     # network
-    .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH,
+    .define("listeners", LIST, "PLAINTEXT://:9092", None, HIGH,
             "Comma-separated NAME://host:port addresses to listen on; an empty host means every interface.")
-    .define("advertised.listeners", STRING, None, None, HIGH,
+    .define("advertised.listeners", LIST, None, None, HIGH,
             "Addresses given to clients in metadata, if different from listeners.")
     .define("listener.security.protocol.map", STRING,
             "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", None, LOW,
@@ -226,10 +226,10 @@ BROKER_CONFIG_DEF = (
     # logs
     .define("num.partitions", INT, 1, at_least(1), MEDIUM, "Partitions of an auto-created topic.")
     .define("auto.create.topics.enable", BOOLEAN, True, None, HIGH, "Create unknown topics on metadata requests.")
-    .define("log.dir", STRING, "/tmp/kafka-logs", None, HIGH,
+    .define("log.dir", LIST, "/tmp/kafka-logs", None, HIGH,
             "Data directory, used when log.dirs is unset. Our CLI passes ./kafka-compat-data.")
-    .define("log.dirs", STRING, None, None, HIGH, "Comma-separated data directories; overrides log.dir.")
-    .define("num.recovery.threads.per.data.dir", INT, 1, at_least(1), HIGH,
+    .define("log.dirs", LIST, None, None, HIGH, "Comma-separated data directories; overrides log.dir.")
+    .define("num.recovery.threads.per.data.dir", INT, 2, at_least(1), HIGH,
             "Threads per data directory for recovery at start and flush at stop.")
     .define(*_from_topic("log.segment.bytes", HIGH))
     .define("log.roll.ms", LONG, None, None, HIGH, "Roll a new segment after this long; unset means log.roll.hours.")
@@ -410,6 +410,9 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "background.threads", "listeners", "advertised.listeners", "listener.security.protocol.map",
         "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
         "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.client.auth",
+        # the rest of SslConfigs.RECONFIGURABLE_CONFIGS: a listener's context is rebuilt from all of them
+        "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.endpoint.identification.algorithm",
+        "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
         "sasl.enabled.mechanisms", "sasl.jaas.config", "max.connections", "max.connection.creation.rate",
         "max.connections.per.ip", "max.connections.per.ip.overrides", "num.network.threads",
         "producer.id.expiration.ms", "transaction.partition.verification.enable",

@@ -135,9 +135,10 @@ class TransactionsApi:
             else:
                 error, md = self.txn_coordinator.handle_describe(txn_id)
             if error:
+                # as Kafka: an error entry carries the error and the id, every other field its zero default
                 out.append(DescribeTransactionsResponse.TransactionState(
                     error_code=error, transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
-                    transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]))
+                    transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[]))
                 continue
             by_topic: dict[str, list[int]] = {}
             visible = self.auth.filter_authorized(request, DESCRIBE, TOPIC, {t for t, _ in md.partitions})

@@ -1,0 +1,173 @@
+"""Configs, cluster and admin queries, security refusals and malformed frames: kafka-compat against Kafka 4.x.
+
+Broker configs are compared name by name, with value, source, sensitivity, read-only
+flag, synonyms and type; a config that only one side has is a difference like any other.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+
+from conformance import create
+from wire import WireClient
+
+from kafka_compat.protocol.messages import (
+    alter_configs,
+    create_acls,
+    describe_acls,
+    describe_client_quotas,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
+    describe_user_scram_credentials,
+    incremental_alter_configs,
+    list_transactions,
+    sasl_handshake,
+)
+
+DESCRIBE_ACLS, CREATE_ACLS, DESCRIBE_CONFIGS, ALTER_CONFIGS, DESCRIBE_LOG_DIRS, SASL_HANDSHAKE = 29, 30, 32, 33, 35, 17
+INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS = 44, 48, 50
+DESCRIBE_CLUSTER, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 60, 61, 65, 66
+DESCRIBE_TOPIC_PARTITIONS = 75
+TOPIC, BROKER = 2, 4
+
+
+def test_describe_broker_configs(pair):
+    R = describe_configs.DescribeConfigsRequest.DescribeConfigsResource
+    for v in pair.versions(DESCRIBE_CONFIGS):
+        for synonyms in (False, True):
+            pair.call(DESCRIBE_CONFIGS, v, describe_configs.DescribeConfigsRequest(
+                resources=[R(resource_type=BROKER, resource_name="0", configuration_keys=None)],
+                include_synonyms=synonyms, include_documentation=False), f"broker, synonyms={synonyms}")
+        pair.call(DESCRIBE_CONFIGS, v, describe_configs.DescribeConfigsRequest(resources=[
+            R(resource_type=BROKER, resource_name="7", configuration_keys=None),
+            R(resource_type=BROKER, resource_name="x", configuration_keys=None),
+            R(resource_type=BROKER, resource_name="", configuration_keys=["log.retention.hours"]),
+            R(resource_type=99, resource_name="0", configuration_keys=None)]), "errors")
+    pair.check()
+
+
+def test_alter_configs_errors(pair):
+    create(pair, "conf-ac")
+    A = incremental_alter_configs.IncrementalAlterConfigsRequest
+    cases = {
+        "unknown topic config": (TOPIC, "conf-ac", "no.such.config", 0, "1"),
+        "bad value": (TOPIC, "conf-ac", "retention.ms", 0, "soon"),
+        "append to a non-list": (TOPIC, "conf-ac", "retention.ms", 2, "5"),
+        "unknown operation": (TOPIC, "conf-ac", "retention.ms", 9, "5"),
+        "missing topic": (TOPIC, "conf-ac-missing", "retention.ms", 0, "5"),
+        "read-only broker config": (BROKER, "0", "log.dirs", 0, "/tmp/x"),
+        "other broker": (BROKER, "7", "log.cleaner.threads", 0, "2"),
+        "good": (TOPIC, "conf-ac", "retention.ms", 0, "60000"),
+    }
+    for v in pair.versions(INCREMENTAL_ALTER_CONFIGS):
+        for what, (rtype, name, key, op, value) in cases.items():
+            pair.call(INCREMENTAL_ALTER_CONFIGS, v, A(resources=[A.AlterConfigsResource(
+                resource_type=rtype, resource_name=name, configs=[A.AlterableConfig(
+                    name=key, config_operation=op, value=value)])], validate_only=True), what)
+    L = alter_configs.AlterConfigsRequest
+    for v in pair.versions(ALTER_CONFIGS):
+        for what, (rtype, name, key, _, value) in cases.items():
+            pair.call(ALTER_CONFIGS, v, L(resources=[L.AlterConfigsResource(
+                resource_type=rtype, resource_name=name, configs=[L.AlterableConfig(name=key, value=value)])],
+                validate_only=True), what)
+    pair.check()
+
+
+def test_cluster_queries(pair):
+    create(pair, "conf-cq", partitions=2)
+    for v in pair.versions(DESCRIBE_CLUSTER):
+        pair.call(DESCRIBE_CLUSTER, v, describe_cluster.DescribeClusterRequest(
+            include_cluster_authorized_operations=False, endpoint_type=1))
+    P = describe_producers.DescribeProducersRequest
+    for v in pair.versions(DESCRIBE_PRODUCERS):
+        pair.call(DESCRIBE_PRODUCERS, v, P(topics=[P.TopicRequest(name="conf-cq", partition_indexes=[0, 5]),
+                                                   P.TopicRequest(name="conf-cq-missing", partition_indexes=[0])]))
+    for v in pair.versions(DESCRIBE_TRANSACTIONS):
+        pair.call(DESCRIBE_TRANSACTIONS, v, describe_transactions.DescribeTransactionsRequest(
+            transactional_ids=["conf-cq-none"]))
+    for v in pair.versions(LIST_TRANSACTIONS):
+        pair.call(LIST_TRANSACTIONS, v, list_transactions.ListTransactionsRequest(
+            state_filters=["NoSuchState"], producer_id_filters=[], duration_filter=-1), "unknown state")
+    T = describe_topic_partitions.DescribeTopicPartitionsRequest
+    for v in pair.versions(DESCRIBE_TOPIC_PARTITIONS):
+        pair.call(DESCRIBE_TOPIC_PARTITIONS, v, T(topics=[T.TopicRequest(name="conf-cq"),
+                                                          T.TopicRequest(name="conf-cq-missing")],
+                                                  response_partition_limit=1, cursor=None))
+    D = describe_log_dirs.DescribeLogDirsRequest
+    for v in pair.versions(DESCRIBE_LOG_DIRS):
+        pair.call(DESCRIBE_LOG_DIRS, v, D(topics=[D.DescribableLogDirTopic(topic="conf-cq-missing", partitions=[0])]))
+    Q = describe_client_quotas.DescribeClientQuotasRequest
+    for v in pair.versions(DESCRIBE_CLIENT_QUOTAS):
+        pair.call(DESCRIBE_CLIENT_QUOTAS, v, Q(components=[Q.ComponentData(entity_type="user", match_type=1,
+                                                                         match=None)], strict=False))
+        pair.call(DESCRIBE_CLIENT_QUOTAS, v, Q(components=[Q.ComponentData(entity_type="nobody", match_type=0,
+                                                                         match="x")], strict=False), "bad entity")
+    S = describe_user_scram_credentials.DescribeUserScramCredentialsRequest
+    for v in pair.versions(DESCRIBE_USER_SCRAM_CREDENTIALS):
+        pair.call(DESCRIBE_USER_SCRAM_CREDENTIALS, v, S(users=[S.UserName(name="conf-nobody")]))
+    pair.check()
+
+
+def test_security_refusals_without_an_authorizer(pair):
+    """ACL calls on a broker without an authorizer, and SASL on a PLAINTEXT listener."""
+    for v in pair.versions(DESCRIBE_ACLS):
+        pair.call(DESCRIBE_ACLS, v, describe_acls.DescribeAclsRequest(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1))
+    C = create_acls.CreateAclsRequest
+    for v in pair.versions(CREATE_ACLS):
+        pair.call(CREATE_ACLS, v, C(creations=[C.AclCreation(
+            resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*",
+            operation=3, permission_type=3)]))
+    for v in pair.versions(SASL_HANDSHAKE):
+        pair.call(SASL_HANDSHAKE, v, sasl_handshake.SaslHandshakeRequest(mechanism="PLAIN"))
+    pair.check()
+
+
+# --- malformed frames ---------------------------------------------------------------------------
+
+def _outcome(address, data: bytes) -> str:
+    """What a broker does with these bytes: 'closed', 'open' (nothing said), or the answer's first bytes."""
+    with socket.create_connection(address, timeout=5) as s:
+        s.sendall(data)
+        s.settimeout(3)
+        try:
+            head = s.recv(4)
+        except socket.timeout:
+            return "open"
+        except ConnectionResetError:
+            return "closed"
+        if not head:
+            return "closed"
+        return "answered"
+
+
+MALFORMED = {
+    "negative size": struct.pack(">i", -5),
+    "huge size": struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 16,
+    "unknown api key": struct.pack(">ihhi", 10, 999, 0, 1) + b"\x00\x00",
+    "unsupported version": struct.pack(">ihhi", 10, 3, 99, 1) + b"\x00\x00",
+    "truncated body": struct.pack(">ihhi", 12, 3, 1, 1) + b"\x00\x01x" + b"\x00",
+    "api versions from the future": struct.pack(">ihhi", 11, 18, 99, 7) + b"\x00\x00\x00",
+    "api versions from the future, header cut short": struct.pack(">ihhi", 10, 18, 99, 7) + b"\x00\x00",
+}
+
+
+def test_malformed_frames(pair, conformance_broker, reference_kafka):
+    """Whether each broker answers or closes: the same outcome for each malformed frame."""
+    ours = ("127.0.0.1", conformance_broker.port)
+    differ = {what: (_outcome(ours, data), _outcome(reference_kafka.address, data))
+              for what, data in MALFORMED.items()}
+    differ = {what: o for what, o in differ.items() if o[0] != o[1]}
+    assert not differ, f"(ours, kafka) differ: {differ}"
+    # a future ApiVersions is answered with a v0 body that names the versions each supports
+    for address in (ours, reference_kafka.address):
+        c = WireClient(*address)
+        c.send_raw(MALFORMED["api versions from the future"])
+        cid, body = c.receive(18, 0)
+        assert cid == 7 and body.error_code == 35 and [k.api_key for k in body.api_keys] == [18]
+        c.close()
