@@ -46,7 +46,8 @@ func (s *saramaDriver) Close() { _ = s.admin.Close() } // closes the client too
 // config: what every sarama client of a scenario shares.
 func (s *saramaDriver) config() *sarama.Config {
 	c := sarama.NewConfig()
-	c.Version = sarama.V4_0_0_0
+	// the newest Kafka this sarama knows: it clamps each request's version to what ApiVersions advertises
+	c.Version = sarama.MaxVersion
 	c.ClientID = "sarama"
 	c.Metadata.Retry.Max = 50
 	c.Metadata.Retry.Backoff = 200 * time.Millisecond
