@@ -23,7 +23,7 @@ GO="${GO:-$(command -v go || true)}"
 if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
     GO=/usr/local/go/bin/go
 fi
-if [ -z "$GO" ]; then
+if [ -z "$GO" ] || ! command -v "$GO" >/dev/null 2>&1; then
     say "no Go toolchain (\$GO, go on PATH, /usr/local/go/bin/go): nothing built"
     exit 3
 fi
