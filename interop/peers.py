@@ -34,6 +34,9 @@ JAVA4_JAR_DIR = CACHE / "jvm" / "java4"           # kafka-clients 4.x (KIP-848),
 JAVA4_CLASS_DIR = CACHE / "java4-classes"
 JAVA4_SRC_DIR = ROOT / "interop" / "java4"
 NODE_DIR = ROOT / "interop" / "node"
+GO_DIR = ROOT / "interop" / "go"                  # franz-go, sarama, kafka-go (interop/go/build.sh)
+GO_MODULES = {"franz-go": "github.com/twmb/franz-go", "kadm": "github.com/twmb/franz-go/pkg/kadm",
+              "sarama": "github.com/IBM/sarama", "kafka-go": "github.com/segmentio/kafka-go"}
 LOOPBACK = "127.0.0.1"
 PYTHON_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 
@@ -141,6 +144,41 @@ def java_client_version(jar_dir: Path = JAVA_JAR_DIR) -> str | None:
             if line.startswith("version="):
                 return line.split("=", 1)[1].strip()
     return None
+
+
+def go_toolchain() -> str | None:
+    """The go command interop/go/build.sh uses: $GO, go on PATH, or /usr/local/go/bin/go."""
+    for candidate in (os.environ.get("GO"), shutil.which("go"), "/usr/local/go/bin/go"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def go_clients_binary() -> str | None:
+    """interop/go built (by interop/go/build.sh, a no-op when up to date) into kafka-compat-go, or None
+    when there is no Go toolchain. A failed build raises CalledProcessError with its output."""
+    if go_toolchain() is None:
+        return None
+    done = subprocess.run(["bash", str(GO_DIR / "build.sh")], capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "GO": go_toolchain()})
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    cache = Path(os.environ.get("KAFKA_COMPAT_GO_CACHE", CACHE / "go"))
+    return str(cache / "bin" / "kafka-compat-go")
+
+
+def go_client_versions() -> dict[str, str]:
+    """The Go libraries' versions interop/go/go.mod pins, by short name."""
+    pinned = {}
+    for line in (GO_DIR / "go.mod").read_text().splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "require":
+            words = words[1:]
+        if len(words) >= 2:
+            for name, module in GO_MODULES.items():
+                if words[0] == module:
+                    pinned[name] = words[1]
+    return {name: pinned[name] for name in GO_MODULES if name in pinned}
 
 
 def zookeeper_home() -> str | None:
@@ -347,6 +385,8 @@ def report() -> dict[str, str | None]:
     found["kafkajs"] = kafkajs_version()
     found["java kafka-clients"] = java_client_version() if java_classpath() else None
     found["java kafka-clients 4"] = java_client_version(JAVA4_JAR_DIR) if shutil.which("java") else None
+    found["go clients"] = (", ".join(f"{n} {v}" for n, v in go_client_versions().items())
+                           if go_toolchain() else None)
     return found
 
 
