@@ -61,6 +61,22 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("ApiVersions", "api_keys[64].*", "UnregisterBroker exists only for KRaft's quorum"),
     ("ApiVersions", "api_keys[80].*", "AddRaftVoter exists only for KRaft's quorum"),
     ("ApiVersions", "api_keys[81].*", "RemoveRaftVoter exists only for KRaft's quorum"),
+    ("*@cluster", "controller_id", "each cluster elects its own controller"),
+    ("DescribeConfigs@cluster", "results[*].configs[*].is_default",
+     "DescribeConfigs v0's is_default: Kafka 3.9 says false for a default, Kafka 4.4 true, as we do"),
+    *[("*@cluster", f"*configs[{name}].*", "a Kafka 4 topic config that Kafka 3.9 lacks")
+      for name in ("max.decompressed.message.bytes", "remote.copy.lag.*", "errors.deadletterqueue.group.enable")],
+    *[("*@cluster", f"*configs[{name}].*source",
+       "the ZooKeeper-mode reference is given Kafka 4's default (reference.KAFKA4_DEFAULTS)")
+      for name in ("message.timestamp.after.max.ms", "num.recovery.threads.per.data.dir")],
+    ("CreateTopics@twice", "topics[1].*", "Kafka 3.9 answers a topic named twice in one request twice; Kafka 4 "
+                                          "once, as we do"),
+    ("CreateTopics@unknown broker", "topics[*]*",
+     "Kafka 3.9 in ZooKeeper mode does not check the brokers of a validate-only assignment; Kafka 4 refuses "
+     "it, as we do"),
+    ("ApiVersions@cluster", "api_keys[*].max_version",
+     "Kafka 3.9 is older than the Kafka 4.3 whose versions we serve; the highest version both accept is compared"),
+    ("ApiVersions@cluster", "api_keys[*].*", "an API one release has and the other not (Kafka 3.9 against 4.3)"),
     ("*", "controller_id", "KRaft's controller is a quorum node that clients never reach; ours is a broker"),
     ("*", "*configs[min.insync.replicas].*",
      "Kafka 4's storage format writes min.insync.replicas as a cluster default (ELR, KIP-966)"),
@@ -319,6 +335,7 @@ class Pair:
         self.tally = tally
         self.context = context
         self.unexplained: list[str] = []
+        self.replication_factor = 1         # of the topics create() makes
         self._ranges: dict[int, range] | None = None
 
     def close(self) -> None:
@@ -367,16 +384,53 @@ class Pair:
             topics=[metadata.MetadataRequest.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False))
         return resp.topics[0].topic_id
 
+    def call_controller(self, api_key: int, version: int, body, what: str = ""):
+        """As call, but to each side's controller (ZooKeeper-mode Kafka takes topic changes only there)."""
+        clients = {side: self.controller(side) for side in ("ours", "kafka")}
+        try:
+            ours = clients["ours"].call(api_key, version, body("ours") if callable(body) else body)
+            theirs = clients["kafka"].call(api_key, version, body("kafka") if callable(body) else body)
+        finally:
+            for side, c in clients.items():
+                if c is not self.client(side):
+                    c.close()
+        self.unexplained += self.tally.compare(api_key, version, ours, theirs, f"{self.context} {what}".strip())
+        return ours, theirs
+
+    def controller(self, side: str) -> WireClient:
+        """A connection to the side's controller: the pair's own when it is the broker the pair talks to."""
+        client = self.client(side)
+        m = client.call(3, 9, metadata.MetadataRequest(topics=[], allow_auto_topic_creation=False))
+        own = client.sock.getpeername()[1]
+        for b in m.brokers:
+            if b.node_id == m.controller_id and b.port != own:
+                return WireClient(b.host, b.port)
+        return client
+
     def check(self) -> None:
         assert not self.unexplained, "answers differ from Kafka's:\n" + "\n".join(self.unexplained[:60])
 
 
 def create(pair: Pair, *names: str, partitions: int = 1, configs: dict | None = None) -> None:
-    topics = [create_topics.CreateTopicsRequest.CreatableTopic(
-        name=n, num_partitions=partitions, replication_factor=1, assignments=[],
-        configs=[create_topics.CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
-                 for k, v in (configs or {}).items()]) for n in names]
-    pair.each(19, 5, create_topics.CreateTopicsRequest(topics=topics, timeout_ms=30000))
+    """Each topic on both sides. On a cluster every partition is placed on brokers 0, 1, 2 in that order,
+    so the broker the pair talks to leads it on both sides (each cluster would place replicas from a
+    random start of its own)."""
+    R = create_topics.CreateTopicsRequest
+    rf = pair.replication_factor
+    placed = [R.CreatableReplicaAssignment(partition_index=p, broker_ids=list(range(rf)))
+              for p in range(partitions)] if rf > 1 else []
+    topics = [R.CreatableTopic(
+        name=n, num_partitions=-1 if placed else partitions, replication_factor=-1 if placed else rf,
+        assignments=placed, configs=[R.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])
+        for n in names]
+    body = create_topics.CreateTopicsRequest(topics=topics, timeout_ms=30000)
+    for side in ("ours", "kafka"):
+        controller = pair.controller(side)       # ZooKeeper-mode Kafka takes CreateTopics only there
+        try:
+            controller.call(19, 5, body)
+        finally:
+            if controller is not pair.client(side):
+                controller.close()
     wait_for_leaders(pair, names)
 
 
@@ -384,14 +438,14 @@ def wait_for_leaders(pair: Pair, names) -> None:
     """Both brokers know every partition's leader (topic creation is asynchronous in KRaft)."""
     req = metadata.MetadataRequest(topics=[metadata.MetadataRequest.MetadataRequestTopic(name=n) for n in names],
                                    allow_auto_topic_creation=False)
-    for client in (pair.ours, pair.kafka):
-        deadline = time.monotonic() + 30
+    for side, client in (("ours", pair.ours), ("kafka", pair.kafka)):
+        deadline = time.monotonic() + 60
         while True:
             resp = client.call(3, 9, req)
             if all(t.error_code == 0 and t.partitions and all(p.leader_id >= 0 for p in t.partitions)
                    for t in resp.topics):
                 break
-            assert time.monotonic() < deadline, f"no leaders for {names}: {resp}"
+            assert time.monotonic() < deadline, f"{side}: no leaders for {names}: {resp}"
             time.sleep(0.1)
 
 

@@ -56,6 +56,29 @@ def conformance_broker():
         yield b
 
 
+@pytest.fixture(scope="session")
+def conformance_cluster():
+    """Our three-broker ZooKeeper cluster as the cluster conformance tests compare it with Kafka 3.9's:
+    brokers 0-2, the reference's threads and internal topics' replication."""
+    from cluster_support import ReadyCluster, skip_without_cluster
+
+    for mark in skip_without_cluster():
+        if mark.args[0]:
+            pytest.skip(mark.kwargs["reason"])
+    with ReadyCluster(3, reference.small_cluster(3)) as c:
+        yield c
+
+
+@pytest.fixture
+def cluster_pair(request, conformance_cluster, reference_kafka_zookeeper, conformance_tally):
+    """One connection to broker 0 of each three-broker cluster: ours and Kafka 3.9 in ZooKeeper mode."""
+    p = conformance.Pair(conformance_cluster.brokers[0], reference_kafka_zookeeper, conformance_tally,
+                         "cluster " + request.node.name)
+    p.replication_factor = 3
+    yield p
+    p.close()
+
+
 @pytest.fixture
 def pair(request, conformance_broker, reference_kafka, conformance_tally):
     """One connection to each broker, compared as conformance.Pair does."""

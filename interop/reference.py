@@ -34,6 +34,9 @@ KAFKA3_DIR = peers.CACHE / "jvm" / "kafka3"
 HEAP = ["-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
 THREADS = {"num.network.threads": 2, "num.io.threads": 2, "num.replica.fetchers": 1,
            "background.threads": 2, "log.cleaner.threads": 1}
+# Kafka 4's defaults where they differ from 3.9's (KIP-1030), so that the ZooKeeper-mode reference
+# differs from Kafka 4 by its mode and not by its defaults.
+KAFKA4_DEFAULTS = {"log.message.timestamp.after.max.ms": 3_600_000, "num.recovery.threads.per.data.dir": 2}
 LOG4J2 = """\
 status = error
 appender.out.type = Console
@@ -203,7 +206,7 @@ def start_zookeeper_mode(brokers: int = 1, overrides: dict | None = None, timeou
                 "broker.id": i, "zookeeper.connect": zk.connect_string("/kafka"),
                 "listeners": f"PLAINTEXT://{peers.LOOPBACK}:{ports[i]}",
                 "log.dirs": root / f"data{i}",
-                **small_cluster(brokers), **(overrides or {}),
+                **KAFKA4_DEFAULTS, **small_cluster(brokers), **(overrides or {}),
             }))
             ref.procs.append(_start_jvm(KAFKA3_DIR, "kafka.Kafka", props, root / f"broker{i}.log", log_config))
         _wait_ready(ref, timeout)

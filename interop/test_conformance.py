@@ -91,16 +91,16 @@ def test_create_topics_errors(pair):
     }
     for v in pair.versions(CREATE_TOPICS, lo=2):
         for what, t in cases.items():
-            pair.call(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(topics=[t], timeout_ms=30000,
-                                                                          validate_only=True), what + " (validate)")
-        pair.call(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(
+            pair.call_controller(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(
+                topics=[t], timeout_ms=30000, validate_only=True), what + " (validate)")
+        pair.call_controller(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(
             topics=[_topic("conf-ct-dup"), _topic("conf-ct-dup")], timeout_ms=30000, validate_only=True), "twice")
     pair.check()
 
 
 def test_create_topics_validate_only(pair):
     for v in pair.versions(CREATE_TOPICS, lo=1):
-        pair.call(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(
+        pair.call_controller(CREATE_TOPICS, v, create_topics.CreateTopicsRequest(
             topics=[_topic(f"conf-ct-vo{v}", partitions=2, configs={"cleanup.policy": "compact"})],
             timeout_ms=30000, validate_only=True))
     pair.check()
@@ -113,10 +113,10 @@ def test_delete_topics_and_create_partitions(pair):
         for what, t in {"fewer": P(name="conf-cp", count=1, assignments=None),
                         "same": P(name="conf-cp", count=2, assignments=None),
                         "missing": P(name="conf-cp-missing", count=3, assignments=None)}.items():
-            pair.call(CREATE_PARTITIONS, v, create_partitions.CreatePartitionsRequest(
+            pair.call_controller(CREATE_PARTITIONS, v, create_partitions.CreatePartitionsRequest(
                 topics=[t], timeout_ms=30000, validate_only=True), what)
     for v in pair.versions(DELETE_TOPICS, hi=5):
-        pair.call(DELETE_TOPICS, v, delete_topics.DeleteTopicsRequest(topic_names=["conf-dt-missing"],
+        pair.call_controller(DELETE_TOPICS, v, delete_topics.DeleteTopicsRequest(topic_names=["conf-dt-missing"],
                                                                       timeout_ms=30000), "missing")
     pair.check()
 
