@@ -14,10 +14,12 @@ to stderr at WARN, so stdout holds only what the tool prints. Nothing here talks
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +47,16 @@ TOOLS = {
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
 }
 
-# a small heap and the C1 compiler only: the tools run for seconds, where JIT start-up dominates
+# a small heap and the C1 compiler only: the tools run for seconds, where JIT start-up dominates. The JVM's
+# own warnings (a stale class-data archive, say) go to stderr, never into the stdout a test parses.
 JVM_FLAGS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC",
-             "-Djava.awt.headless=true"]
+             "-Djava.awt.headless=true", "-Xlog:disable", "-Xlog:all=warning:stderr"]
+
+# Loading the admin client's classes is most of a tool's second or two. The first run of each tool on a
+# machine writes a class-data archive of what it loaded (AppCDS, -XX:ArchiveClassesAtExit: a few seconds
+# once); later runs map it (-XX:SharedArchiveFile), about halving their start. Kept in the ignored cache,
+# one directory per java version and jar set; KAFKA_TOOLS_CDS=0 turns it off.
+CDS_DIR = ROOT / ".cache" / "kafka-tools-cds"
 
 LOG4J2 = """\
 status = error
@@ -97,27 +106,67 @@ def log_config() -> str:
     return _log_config
 
 
-def command(tool: str, *args: str) -> list[str]:
-    """The java command line of a tool (`tool`: a bin/ script's name without .sh, or a class name)."""
-    main_class = TOOLS.get(tool.removesuffix(".sh"), tool)
-    return ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={log_config()}", "-cp", classpath(), main_class,
-            *map(str, args)]
+_cds_key: str | None = None
+
+
+def _cds_dir() -> Path | None:
+    """This java's and this jar set's archive directory (None: archives are off)."""
+    global _cds_key
+    if os.environ.get("KAFKA_TOOLS_CDS", "1") == "0":
+        return None
+    if _cds_key is None:
+        version = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+        coords = JAR_DIR / ".coords"
+        jars = coords.read_text() if coords.is_file() else " ".join(sorted(os.listdir(JAR_DIR)))
+        _cds_key = hashlib.sha256((version + jars).encode()).hexdigest()[:16]
+    return CDS_DIR / _cds_key
+
+
+def main_class(tool: str) -> str:
+    """The class a tool runs (`tool`: a bin/ script's name, with or without .sh, or a class name)."""
+    return TOOLS.get(tool.removesuffix(".sh"), tool)
+
+
+def command(tool: str, *args, cds: list[str] = ()) -> list[str]:
+    """The java command line of a tool."""
+    return ["java", *JVM_FLAGS, *cds, f"-Dlog4j2.configurationFile={log_config()}", "-cp", classpath(),
+            main_class(tool), *map(str, args)]
 
 
 def run(tool: str, *args, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess | None:
     """Run a tool to its end; None when it cannot run here. stdin is `input`, or empty."""
     if missing() is not None:
         return None
-    return subprocess.run(command(tool, *args), input=input if input is not None else "", capture_output=True,
-                          text=True, timeout=timeout)
+    cds, dump = [], None
+    directory = _cds_dir()
+    if directory is not None:
+        archive = directory / f"{main_class(tool)}.jsa"
+        if archive.is_file():
+            cds = [f"-XX:SharedArchiveFile={archive}"]
+        else:               # written under a name of our own, then renamed: concurrent runs never see half of one
+            directory.mkdir(parents=True, exist_ok=True)
+            dump = directory / f"{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
+            cds = [f"-XX:ArchiveClassesAtExit={dump}"]
+    try:
+        return subprocess.run(command(tool, *args, cds=cds), input=input if input is not None else "",
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        if dump is not None:
+            if dump.is_file() and dump.stat().st_size > 0:
+                os.replace(dump, archive)
+            else:
+                dump.unlink(missing_ok=True)
 
 
 def start(tool: str, *args, stdout=subprocess.PIPE, stderr=None, stdin=subprocess.DEVNULL) -> subprocess.Popen | None:
     """Start a tool that keeps running; None when it cannot run here. The caller stops it
-    (Popen.terminate: the JVM's shutdown hooks run, as on Ctrl-C)."""
+    (Popen.terminate: the JVM's shutdown hooks run, as on Ctrl-C). It maps the tool's archive if one exists."""
     if missing() is not None:
         return None
-    return subprocess.Popen(command(tool, *args), stdout=stdout, stderr=stderr, stdin=stdin, text=True)
+    directory = _cds_dir()
+    archive = directory / f"{main_class(tool)}.jsa" if directory is not None else None
+    cds = [f"-XX:SharedArchiveFile={archive}"] if archive is not None and archive.is_file() else []
+    return subprocess.Popen(command(tool, *args, cds=cds), stdout=stdout, stderr=stderr, stdin=stdin, text=True)
 
 
 if __name__ == "__main__":
