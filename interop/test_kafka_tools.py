@@ -187,10 +187,13 @@ def api_versions(target: Target) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
 
 
-def require_api(target: Target, key: int, name: str) -> None:
-    """Skip unless the broker advertises API `key` (so the test turns on by itself when it lands)."""
-    if key not in api_versions(target):
+def require_api(target: Target, key: int, name: str, version: int = 0) -> None:
+    """Skip unless the broker advertises API `key` up to `version` (so the test turns on by itself when it lands)."""
+    served = api_versions(target).get(key)
+    if served is None:
         pytest.skip(f"needs {name} ({key}), not served yet")
+    if served[1] < version:
+        pytest.skip(f"needs {name} ({key}) v{version}, served up to v{served[1]}")
 
 
 def topic_metadata(target: Target, topic: str):
@@ -650,3 +653,130 @@ def test_kafka_delete_records(target, tmp_path, request):
     assert re.search(rf"^partition: {topic}-0\terror: .*OffsetOutOfRangeException", bad, re.M), bad
     # and what the tool printed for the first request: the low watermarks it asked for
     assert marks == {f"{topic}-0": "2", f"{topic}-1": "5"}, out
+
+
+# ================================================================ kafka-transactions
+
+def transactions(target: Target, *args, expect: int | None = 0) -> list[dict[str, str]]:
+    return tsv(tool("kafka-transactions", "--bootstrap-server", target.bootstrap, *args, expect=expect).stdout)
+
+
+def test_kafka_transactions_list_describe(single):
+    topic, txn = single.create_topic(unique("txn")), unique("txn-id")
+    p = ck.Producer({"bootstrap.servers": single.bootstrap, "transactional.id": txn,
+                     "transaction.timeout.ms": 120000})
+    p.init_transactions(WAIT)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, value=b"%d" % i, partition=0)
+    assert p.flush(WAIT) == 0
+
+    [row] = [r for r in transactions(single, "list") if r["TransactionalId"] == txn]
+    assert row["Coordinator"] == "0" and row["TransactionState"] == "Ongoing"
+    pid = row["ProducerId"]
+    assert [r["TransactionalId"] for r in transactions(single, "list", "--duration-filter", 3600000)
+            if r["TransactionalId"] == txn] == []                   # not running for an hour yet
+    [d] = transactions(single, "describe", "--transactional-id", txn)
+    assert (d["CoordinatorId"], d["ProducerId"], d["TransactionState"], d["TransactionTimeoutMs"],
+            d["TopicPartitions"]) == ("0", pid, "Ongoing", "120000", f"{topic}-0")
+    assert 0 <= int(d["TransactionDurationMs"]) < 120000
+    [producer] = transactions(single, "describe-producers", "--topic", topic, "--partition", 0)
+    assert (producer["ProducerId"], producer["LastSequence"], producer["CurrentTransactionStartOffset"]) == (pid, "2", "0")
+    # open, but its coordinator knows it and the partition: not hanging, even with no time allowed
+    assert transactions(single, "find-hanging", "--broker-id", 0, "--max-transaction-timeout", 0) == []
+
+    p.commit_transaction(WAIT)
+    wait_for(lambda: [r["TransactionState"] for r in transactions(single, "list") if r["TransactionalId"] == txn] ==
+             ["CompleteCommit"], "the transaction to complete")
+    [producer] = transactions(single, "describe-producers", "--topic", topic, "--partition", 0)
+    assert producer["CurrentTransactionStartOffset"] == "None"
+    assert [v for _, _, v, _ in read(single, topic, committed=True)[0]] == [b"0", b"1", b"2"]
+    missing = tool("kafka-transactions", "--bootstrap-server", single.bootstrap, "describe", "--transactional-id",
+                   unique("nobody"), expect=1)
+    assert "failed because the ID could not be found" in missing.stderr, missing      # TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_kafka_transactions_list_by_pattern(single):
+    require_api(single, 66, "ListTransactions", version=2)       # KIP-1152's TransactionalIdPattern
+    txn = unique("patterned")
+    p = ck.Producer({"bootstrap.servers": single.bootstrap, "transactional.id": txn})
+    p.init_transactions(WAIT)
+    rows = transactions(single, "list", "--transactional-id-pattern", "patterned-.*")
+    assert txn in [r["TransactionalId"] for r in rows]
+    assert all(r["TransactionalId"].startswith("patterned-") for r in rows)
+
+
+@pytest.fixture(scope="module")
+def unverified():
+    """A broker without KIP-890's check, where a producer can still leave a transaction hanging."""
+    with EmbeddedBroker({"transaction.partition.verification.enable": "false"}) as b:
+        yield Target("broker", broker=b)
+
+
+def hang_a_transaction(target: Target, topic: str, txn: str) -> int:
+    """A transaction its coordinator knows nothing of: a producer writes again after its abort completed
+    (same epoch, no AddPartitionsToTxn), as a late retry could before KIP-890. Returns its first offset."""
+    from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from kafka_compat.protocol.messages.describe_transactions import DescribeTransactionsRequest
+    from kafka_compat.protocol.messages.end_txn import EndTxnRequest
+    from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorRequest
+    from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
+    c = WireClient("127.0.0.1", target.port)
+    try:
+        wait_for(lambda: c.call(10, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[txn]))
+                 .coordinators[0].error_code == 0, "a transaction coordinator")
+        init = wait_for(lambda: (r := c.call(22, 4, InitProducerIdRequest(
+            transactional_id=txn, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))).error_code == 0
+            and r, "InitProducerId")
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def write(seq: int, n: int):
+            batch = build_batch([(None, b"hanging %d" % i) for i in range(seq, seq + n)], producer_id=pid,
+                                producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+            r = c.call(0, 9, ProduceRequest(transactional_id=txn, acks=-1, timeout_ms=10000, topic_data=[
+                ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch)])]))
+            part = r.responses[0].partition_responses[0]
+            assert part.error_code == 0, part
+            return part.base_offset
+        added = c.call(24, 3, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])]))
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        write(0, 2)
+        assert c.call(26, 3, EndTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch,
+                                          committed=False)).error_code == 0
+        wait_for(lambda: c.call(65, 0, DescribeTransactionsRequest(transactional_ids=[txn])).transaction_states[0]
+                 .transaction_state == "CompleteAbort", "the abort to complete")
+        return write(2, 1)
+    finally:
+        c.close()
+
+
+def test_kafka_transactions_find_hanging_and_abort(unverified):
+    topic, txn = unverified.create_topic(unique("hanging")), unique("hanging-id")
+    start = hang_a_transaction(unverified, topic, txn)
+    end = get_offsets(unverified, "--topic", topic)[(topic, 0)]
+    from confluent_kafka.admin import OffsetSpec
+    lso = unverified.admin().list_offsets({ck.TopicPartition(topic, 0): OffsetSpec.latest()},
+                                          isolation_level=ck.IsolationLevel.READ_COMMITTED)
+    assert next(iter(lso.values())).result(WAIT).offset == start < end       # read_committed consumers are stuck
+
+    [producer] = transactions(unverified, "describe-producers", "--topic", topic, "--partition", 0)
+    assert producer["CurrentTransactionStartOffset"] == str(start)
+    # found by broker and by topic, once no time is allowed for it (its timestamp is from now)
+    assert transactions(unverified, "find-hanging", "--broker-id", 0) == []
+    for scope in (("--broker-id", 0), ("--topic", topic)):
+        [hanging] = transactions(unverified, "find-hanging", *scope, "--max-transaction-timeout", 0)
+        assert (hanging["Topic"], hanging["Partition"], hanging["ProducerId"], hanging["StartOffset"]) == (
+            topic, "0", producer["ProducerId"], str(start))
+
+    tool("kafka-transactions", "--bootstrap-server", unverified.bootstrap, "abort", "--topic", topic, "--partition", 0,
+         "--start-offset", start)
+    [producer] = transactions(unverified, "describe-producers", "--topic", topic, "--partition", 0)
+    assert producer["CurrentTransactionStartOffset"] == "None"
+    assert transactions(unverified, "find-hanging", "--topic", topic, "--max-transaction-timeout", 0) == []
+    lso = unverified.admin().list_offsets({ck.TopicPartition(topic, 0): OffsetSpec.latest()},
+                                          isolation_level=ck.IsolationLevel.READ_COMMITTED)
+    assert next(iter(lso.values())).result(WAIT).offset == end + 1          # past the ABORT marker the tool wrote
+    assert read(unverified, topic, committed=True)[0] == []                  # both transactions aborted
