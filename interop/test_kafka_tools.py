@@ -780,3 +780,212 @@ def test_kafka_transactions_find_hanging_and_abort(unverified):
                                           isolation_level=ck.IsolationLevel.READ_COMMITTED)
     assert next(iter(lso.values())).result(WAIT).offset == end + 1          # past the ABORT marker the tool wrote
     assert read(unverified, topic, committed=True)[0] == []                  # both transactions aborted
+
+
+# ================================================================ kafka-leader-election
+
+def test_kafka_leader_election(single, tmp_path):
+    topic = single.create_topic(unique("election"), partitions=2)
+    b = single.bootstrap
+    out = tool("kafka-leader-election", "--bootstrap-server", b, "--election-type", "preferred", "--topic", topic,
+               "--partition", 0).stdout
+    assert out.strip() == f"Valid replica already elected for partitions {topic}-0"     # one node: always preferred
+    plan = tmp_path / "partitions.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": p} for p in range(2)]}))
+    out = tool("kafka-leader-election", "--bootstrap-server", b, "--election-type", "unclean", "--path-to-json-file",
+               plan).stdout
+    assert re.fullmatch(rf"Valid replica already elected for partitions ({topic}-[01]), ({topic}-[01])",
+                        out.strip()) and {f"{topic}-0", f"{topic}-1"} == set(re.findall(rf"{topic}-\d", out))
+    bad = tool("kafka-leader-election", "--bootstrap-server", b, "--election-type", "preferred", "--topic",
+               unique("missing"), "--partition", 0, expect=1)
+    assert "UnknownTopicOrPartitionException" in bad.stdout + bad.stderr
+
+
+def test_kafka_leader_election_on_cluster(clustered):
+    from cluster_support import wait_all_registered, wait_for_full_isr
+    cluster = clustered.cluster
+    topic = clustered.create_topic(unique("election"), partitions=1)
+    preferred = topic_metadata(clustered, topic).partitions[0].replicas[0]
+    assert cluster.leader(topic, 0) == preferred
+    cluster.stop(preferred)                             # a controlled shutdown moves the leadership away
+    moved = cluster.wait_for_leader(topic, 0, exclude={preferred})
+    cluster.restart(preferred)
+    wait_all_registered(cluster)
+    wait_for_full_isr(cluster, topic, 0)
+    assert cluster.leader(topic, 0) == moved != preferred   # no automatic rebalance in this cluster
+
+    out = tool("kafka-leader-election", "--bootstrap-server", clustered.bootstrap, "--election-type", "preferred",
+               "--topic", topic, "--partition", 0).stdout
+    assert out.strip() == f"Successfully completed leader election (PREFERRED) for partitions {topic}-0"
+    assert cluster.leader(topic, 0) == preferred
+    wait_for(lambda: topic_metadata(clustered, topic).partitions[0].leader == preferred, "Metadata's new leader")
+    out = tool("kafka-leader-election", "--bootstrap-server", clustered.bootstrap, "--election-type", "preferred",
+               "--all-topic-partitions").stdout
+    assert f"{topic}-0" not in out                  # nothing left to elect for it
+    assert produce(clustered, topic, [(None, b"after the election")]) == [None]
+
+
+# ================================================================ kafka-log-dirs
+
+def logical_size(log_dir: str, topic: str, partition: int) -> int:
+    """The bytes of whole batches in a partition's segment files (a preallocated tail not counted)."""
+    total = 0
+    directory = Path(log_dir, f"{topic}-{partition}")
+    for segment in sorted(directory.glob("*.log")):
+        data = segment.read_bytes()
+        end = 0
+        while end + 12 <= len(data):
+            length = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
+            if length <= 0 or end + 12 + length > len(data):
+                break
+            end += 12 + length
+        total += end
+    return total
+
+
+def test_kafka_log_dirs_describe(target):
+    topic = target.create_topic(unique("log-dirs"), partitions=2)
+    assert produce(target, topic, [(None, b"x" * 100)] * 10) == [None] * 10
+    if target.cluster:
+        wait_for(lambda: len({logical_size(b.log_dir, topic, 0) for b in target.brokers}) == 1, "the followers")
+    out = tool("kafka-log-dirs", "--bootstrap-server", target.bootstrap, "--describe", "--topic-list", topic).stdout
+    assert lines(out)[:2] == ["Querying brokers for log directories information",
+                              "Received log directory information from brokers " + ",".join(map(str, target.ids))]
+    report = json.loads(lines(out)[2])
+    assert report["version"] == 1 and sorted(b["broker"] for b in report["brokers"]) == target.ids
+    for entry in report["brokers"]:
+        broker = target.brokers[entry["broker"]]
+        [log_dir] = entry["logDirs"]
+        assert log_dir["logDir"] == broker.log_dir and log_dir["error"] is None
+        sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+        assert sizes == {f"{topic}-0": logical_size(broker.log_dir, topic, 0), f"{topic}-1": 0}
+        assert sizes[f"{topic}-0"] > 1000
+        assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in log_dir["partitions"])
+    one = json.loads(lines(tool("kafka-log-dirs", "--bootstrap-server", target.bootstrap, "--describe",
+                                "--broker-list", target.ids[-1], "--topic-list", topic).stdout)[2])
+    assert [b["broker"] for b in one["brokers"]] == [target.ids[-1]]
+
+
+# ================================================================ kafka-acls
+
+@pytest.fixture(scope="module")
+def authorized():
+    """A broker with Kafka's AclAuthorizer, open to anyone on resources without ACLs."""
+    with EmbeddedBroker({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                         "allow.everyone.if.no.acl.found": "true"}) as b:
+        yield Target("broker", broker=b)
+
+
+def acl_listing(text: str) -> dict[tuple[str, str, str], set[tuple[str, str, str, str]]]:
+    """kafka-acls' `Current ACLs for resource ResourcePattern(...)` blocks:
+    {(type, name, pattern): {(principal, host, operation, permission)}}."""
+    out: dict = {}
+    resource = None
+    for line in lines(text):
+        m = re.match(r"Current ACLs for resource `ResourcePattern\(resourceType=(\w+), name=(.*), "
+                     r"patternType=(\w+)\)`:", line)
+        if m:
+            resource = m.groups()
+            out[resource] = set()
+            continue
+        m = re.match(r"\s*\(principal=(.*), host=(.*), operation=(\w+), permissionType=(\w+)\)", line)
+        if m and resource:
+            out[resource].add(m.groups())
+    return out
+
+
+def test_kafka_acls_add_list_remove(authorized):
+    b, port = authorized.bootstrap, authorized.port
+    topic, group, prefix = authorized.create_topic(unique("acl")), unique("acl-group"), unique("acl-prefix")
+    acls = ("kafka-acls", "--bootstrap-server", b)
+    assert wire_produce(port, topic, b"before") == 0
+
+    out = tool(*acls, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe",
+               "--topic", topic, "--group", group).stdout
+    assert f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)`" in out
+    tool(*acls, "--add", "--allow-principal", "User:bob", "--producer", "--topic", prefix,
+         "--resource-pattern-type", "prefixed")
+    listed = acl_listing(tool(*acls, "--list").stdout)
+    assert listed[("TOPIC", topic, "LITERAL")] == {("User:alice", "*", "READ", "ALLOW"),
+                                                   ("User:alice", "*", "DESCRIBE", "ALLOW")}
+    assert listed[("GROUP", group, "LITERAL")] == {("User:alice", "*", "READ", "ALLOW"),
+                                                   ("User:alice", "*", "DESCRIBE", "ALLOW")}
+    assert listed[("TOPIC", prefix, "PREFIXED")] == {("User:bob", "*", op, "ALLOW")       # --producer's three
+                                                     for op in ("WRITE", "DESCRIBE", "CREATE")}
+    # the effect: with ACLs on the topic and none for ANONYMOUS, this connection may no longer write
+    assert wire_produce(port, topic, b"after") == 29                                         # TOPIC_AUTHORIZATION_FAILED
+    only = acl_listing(tool(*acls, "--list", "--topic", f"{prefix}-and-more", "--resource-pattern-type",
+                            "match").stdout)
+    assert list(only) == [("TOPIC", prefix, "PREFIXED")]                                     # what matches the name
+
+    tool(*acls, "--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read", "--operation",
+         "Describe", "--topic", topic, "--group", group)
+    tool(*acls, "--remove", "--force", "--topic", prefix, "--resource-pattern-type", "prefixed")
+    assert acl_listing(tool(*acls, "--list").stdout) == {}
+    assert wire_produce(port, topic, b"again") == 0
+
+
+# ================================================================ kafka-features, kafka-broker-api-versions
+
+def test_kafka_features_describe(target):
+    c = WireClient("127.0.0.1", target.port)
+    try:
+        r = c.call(18, 3, ApiVersionsRequest(client_software_name="kafka-tools-test", client_software_version="1"))
+    finally:
+        c.close()
+    finalized = {f.name: f.max_version_level for f in r.finalized_features}
+    advertised = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
+    out = tool("kafka-features", "--bootstrap-server", target.bootstrap, "describe").stdout
+    printed = {f["Feature"]: f for f in map(fields, lines(out))}
+    assert set(printed) == set(advertised)
+    for name, f in printed.items():
+        assert (int(f["SupportedMinVersion"]), int(f["SupportedMaxVersion"])) == advertised[name]
+        assert int(f["FinalizedVersionLevel"]) == finalized.get(name, 0)
+
+
+def test_kafka_features_upgrade(single):
+    require_api(single, 57, "UpdateFeatures")
+    out = tool("kafka-features", "--bootstrap-server", single.bootstrap, "upgrade", "--feature", "group.version=1")
+    assert "group.version was upgraded to 1" in out.stdout
+
+
+def test_kafka_broker_api_versions(target):
+    out = tool("kafka-broker-api-versions", "--bootstrap-server", target.bootstrap).stdout
+    blocks = re.findall(r"^127\.0\.0\.1:(\d+) \(id: (\d+) rack: \S+ isFenced: false\) -> \((.*?)^\)", out, re.M | re.S)
+    assert sorted(int(i) for _, i, _ in blocks) == target.ids
+    advertised = api_versions(target)
+    for port, _, body in blocks:
+        supported = {int(k): (int(lo), int(hi or lo)) for k, lo, hi in      # `0 [usable: 0]` when min == max
+                     re.findall(r"^\s+\w+\((\d+)\): (\d+)(?: to (\d+))? \[usable: \d+\]", body, re.M)}
+        unsupported = {int(k) for k in re.findall(r"^\s+\w+\((\d+)\): UNSUPPORTED", body, re.M)}
+        assert supported and all(advertised[k] == v for k, v in supported.items())
+        assert not unsupported & set(advertised)
+        assert set(advertised) - set(supported) - unsupported <= {4, 5, 6, 7}   # broker-only, hidden by the tool
+
+
+# ================================================================ kafka-producer-perf-test, kafka-consumer-perf-test
+
+def test_kafka_producer_perf_test(target):
+    topic = target.create_topic(unique("perf"), partitions=2)
+    out = tool("kafka-producer-perf-test", "--topic", topic, "--num-records", 5000, "--record-size", 100,
+               "--throughput", -1, "--command-property", f"bootstrap.servers={target.bootstrap}", "acks=all").stdout
+    m = re.search(r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency", out, re.M)
+    assert m and int(m.group(1)) == 5000, out
+    c = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": unique("count")})
+    try:
+        assert sum(c.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=30)[1] for p in range(2)) == 5000
+    finally:
+        c.close()
+    target.perf_topic = topic
+
+
+def test_kafka_consumer_perf_test(target):
+    topic = getattr(target, "perf_topic", None) or target.create_topic(unique("perf"), partitions=2)
+    if not getattr(target, "perf_topic", None):
+        assert produce(target, topic, [(None, b"x" * 100)] * 5000) == [None] * 5000
+    out = tool("kafka-consumer-perf-test", "--bootstrap-server", target.bootstrap, "--topic", topic, "--num-records",
+               5000, "--timeout", 60000).stdout
+    header, row = lines(out)[-2:]
+    stats = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in row.split(",")]))
+    assert int(stats["data.consumed.in.nMsg"]) == 5000
+    assert float(stats["data.consumed.in.MB"]) == pytest.approx(5000 * 100 / 1024 / 1024, rel=0.01)
