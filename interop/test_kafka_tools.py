@@ -124,7 +124,7 @@ def tool(name: str, *args, input: str | None = None, timeout: float = WAIT,
          expect: int | None = 0) -> subprocess.CompletedProcess:
     t0 = time.monotonic()
     out = kafka_tools.run(name, *args, input=input, timeout=timeout)
-    if os.environ.get("TOOLS_TIMES"):
+    if os.environ.get("KAFKA_TOOLS_TIMES"):          # each run's wall time, to stderr
         print(f"TIME {time.monotonic() - t0:6.2f} {name} {' '.join(map(str, args))[:100]}", file=sys.stderr)
     assert out is not None, kafka_tools.missing()
     if expect is not None:
@@ -989,3 +989,200 @@ def test_kafka_consumer_perf_test(target):
     stats = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in row.split(",")]))
     assert int(stats["data.consumed.in.nMsg"]) == 5000
     assert float(stats["data.consumed.in.MB"]) == pytest.approx(5000 * 100 / 1024 / 1024, rel=0.01)
+
+
+# ================================================================ kafka-reassign-partitions
+
+def json_after(text: str, heading: str):
+    """The JSON line that follows `heading` in kafka-reassign-partitions' output."""
+    rest = text.split(heading, 1)[1]
+    return json.loads(next(line for line in rest.splitlines() if line.startswith("{")))
+
+
+def test_kafka_reassign_partitions_generate_execute_verify(clustered, tmp_path):
+    from cluster_support import wait_for_full_isr
+    cluster, b = clustered.cluster, clustered.bootstrap
+    topic = unique("reassign")
+    before = [[0, 1], [1, 2], [2, 0]]
+    clustered.admin().create_topics([NewTopic(topic, len(before), replica_assignment=before)])[topic].result(WAIT)
+    for p in range(3):
+        wait_for_full_isr(cluster, topic, p, 2)
+        assert produce(clustered, topic, [(None, b"%d-%d" % (p, i)) for i in range(20)], partition=p) == [None] * 20
+    cmd = ("kafka-reassign-partitions", "--bootstrap-server", b)
+
+    move = tmp_path / "move.json"
+    move.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    out = tool(*cmd, "--generate", "--topics-to-move-json-file", move, "--broker-list", "1,2").stdout
+    current = json_after(out, "Current partition replica assignment")
+    proposed = json_after(out, "Proposed partition reassignment configuration")
+    assert {p["partition"]: p["replicas"] for p in current["partitions"]} == dict(enumerate(before))
+    plan = {p["partition"]: p["replicas"] for p in proposed["partitions"]}
+    assert sorted(plan) == [0, 1, 2] and all(sorted(r) == [1, 2] for r in plan.values())
+
+    reassignment = tmp_path / "reassignment.json"
+    reassignment.write_text(json.dumps(proposed))
+    out = tool(*cmd, "--execute", "--reassignment-json-file", reassignment, "--throttle", 50000000).stdout
+    assert "The inter-broker throttle limit was set to 50000000 B/s" in out
+    assert re.search(rf"Successfully started partition reassignments for {topic}-\d,{topic}-\d,{topic}-\d", out), out
+    # --verify until every move is done; it then clears the throttles --execute set
+    verified = wait_for(lambda: (text := tool(*cmd, "--verify", "--reassignment-json-file", reassignment).stdout)
+                        .count("is completed.") == 3 and text, "the reassignment to complete")
+    assert sorted(re.findall(rf"Reassignment of partition ({topic}-\d) is completed\.", verified)) == [
+        f"{topic}-{p}" for p in range(3)]
+    assert "Clearing broker-level throttles on brokers 0,1,2" in verified
+    assert f"Clearing topic-level throttles on topic {topic}" in verified
+    assert tool(*cmd, "--list").stdout.strip() == "No partition reassignments found."
+
+    # the effect: the assignment in ZooKeeper and Metadata, the throttles gone, every record on the new replicas
+    znode = json.loads(cluster.zk.get(f"/brokers/topics/{topic}")[0])
+    assert {int(p): r for p, r in znode["partitions"].items()} == plan
+    for p in range(3):
+        wait_for_full_isr(cluster, topic, p, 2)
+    assert {p: m.replicas for p, m in topic_metadata(clustered, topic).partitions.items()} == plan
+    configs = topic_config(clustered, topic)
+    assert not configs["leader.replication.throttled.replicas"].value
+    assert not configs["follower.replication.throttled.replicas"].value
+    assert all("leader.replication.throttled.rate" not in broker_config(clustered, i) for i in range(3))
+    got = read(clustered, topic, 3)
+    assert {p: [v for _, _, v, _ in records] for p, records in got.items()} == {
+        p: [b"%d-%d" % (p, i) for i in range(20)] for p in range(3)}
+    for p, replicas in plan.items():
+        sizes = wait_for(lambda: (s := {logical_size(cluster.brokers[r].log_dir, topic, p) for r in replicas})
+                         and len(s) == 1 and s, f"{topic}-{p}'s replicas to hold the same bytes")
+        assert sizes.pop() > 0
+    wait_for(lambda: not any(Path(cluster.brokers[0].log_dir, f"{topic}-{p}").exists() for p in range(3)),
+             "broker 0 to delete its replicas")
+
+
+# ================================================================ kafka-verifiable-producer, kafka-verifiable-consumer
+
+class JsonLines:
+    """A running verifiable tool's stdout, one JSON event a line, collected by a thread."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.events, self.other = proc, [], []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                try:
+                    self.events.append(json.loads(line))
+                except ValueError:
+                    self.other.append(line)
+                self.cond.notify_all()
+
+    def named(self, name: str) -> list[dict]:
+        with self.cond:
+            return [e for e in self.events if e["name"] == name]
+
+    def wait(self, predicate, what: str, timeout: float = WAIT):
+        with self.cond:
+            assert self.cond.wait_for(lambda: predicate(self) or self.proc.poll() is not None and predicate(self)
+                                      is None, timeout), f"gave up waiting for {what}"
+            assert predicate(self), f"{what}: the tool exited ({self.proc.returncode}) first:\n" + "".join(self.other)
+
+    def finish(self, timeout: float = WAIT) -> int:
+        code = self.proc.wait(timeout)
+        self.thread.join(timeout)
+        return code
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()              # the JVM's shutdown hook closes the client, then exits
+        return self.finish()
+
+
+def verifiable_producer(target: Target, topic: str, count: int, throughput: int = -1,
+                        config: Path | None = None) -> JsonLines:
+    """`config`: a --command-config file (the tool sets retries=0 unless one says otherwise)."""
+    extra = ("--command-config", config) if config else ()
+    return JsonLines(kafka_tools.start("kafka-verifiable-producer", "--bootstrap-server", target.bootstrap, "--topic",
+                                       topic, "--max-messages", count, "--throughput", throughput, "--acks", -1,
+                                       *extra, stderr=subprocess.DEVNULL))
+
+
+def verifiable_consumer(target: Target, topic: str, group: str, *args) -> JsonLines:
+    return JsonLines(kafka_tools.start("kafka-verifiable-consumer", "--bootstrap-server", target.bootstrap, "--topic",
+                                       topic, "--group-id", group, "--reset-policy", "earliest", "--verbose", *args,
+                                       stderr=subprocess.DEVNULL))
+
+
+def consumed(consumer: JsonLines) -> dict[tuple[int, int], str]:
+    """What the consumer printed: {(partition, offset): value}, each delivery of an offset with the same value."""
+    seen: dict[tuple[int, int], str] = {}
+    for e in consumer.named("record_data"):
+        assert seen.setdefault((e["partition"], e["offset"]), e["value"]) == e["value"], e
+    return seen
+
+
+def test_kafka_verifiable_producer_and_consumer(single):
+    topic, group = single.create_topic(unique("verifiable"), partitions=2), unique("verifiable")
+    producer = verifiable_producer(single, topic, 500)
+    assert producer.finish() == 0
+    [data] = producer.named("tool_data")
+    assert (data["sent"], data["acked"]) == (500, 500) and not producer.named("producer_send_error")
+    acked = {(e["partition"], e["offset"]): e["value"] for e in producer.named("producer_send_success")}
+    assert sorted(acked.values(), key=int) == [str(i) for i in range(500)]
+
+    consumer = verifiable_consumer(single, topic, group, "--max-messages", 500)
+    assert consumer.finish() == 0
+    assert consumed(consumer) == acked and len(consumer.named("record_data")) == 500       # each once
+    assert consumer.named("partitions_assigned")[0]["partitions"] == [{"topic": topic, "partition": p}
+                                                                      for p in range(2)]
+    commits = consumer.named("offsets_committed")
+    assert commits and all(c["success"] for c in commits)
+    ends = {p: max(o for q, o in acked if q == p) + 1 for p, _ in acked}
+    assert {p: o for p, o in committed(single, group, topic, 2).items() if p in ends} == ends
+    log = read(single, topic, 2)
+    assert {(p, o): v.decode() for p, records in log.items() for o, _, v, _ in records} == acked
+
+
+def test_kafka_verifiable_producer_and_consumer_through_a_leader_kill(clustered, tmp_path):
+    """The partition leader is SIGKILLed while both tools run (acks=all, RF 3, min.insync.replicas 2), then restarted:
+    every record is acknowledged (an idempotent producer retrying, as Kafka's system tests configure the tool), is in
+    the log exactly once, where the producer was told, and is read by the consumer."""
+    from cluster_support import wait_all_registered, wait_for_full_isr
+    cluster, count = clustered.cluster, 3000
+    config = tmp_path / "producer.properties"
+    config.write_text("enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=120000\n")
+    topic, group = clustered.create_topic(unique("verifiable-kill"), partitions=3), unique("verifiable-kill")
+    consumer = verifiable_consumer(clustered, topic, group)
+    try:
+        consumer.wait(lambda c: c.named("partitions_assigned") and
+                      sum(len(e["partitions"]) for e in c.named("partitions_assigned")) >= 3, "the consumer's assignment")
+        producer = verifiable_producer(clustered, topic, count, throughput=400, config=config)
+        try:
+            producer.wait(lambda p: len(p.named("producer_send_success")) >= count // 4, "a quarter acknowledged")
+            victim = cluster.leader(topic, 0)
+            cluster.kill(victim)
+            cluster.wait_for_leader(topic, 0, exclude={victim})
+            producer.wait(lambda p: len(p.named("producer_send_success")) >= count // 2, "half acknowledged")
+            cluster.restart(victim)
+            assert producer.finish(2 * WAIT) == 0
+        finally:
+            producer.stop()
+        [data] = producer.named("tool_data")
+        errors = producer.named("producer_send_error")
+        acked = {(e["partition"], e["offset"]): e["value"] for e in producer.named("producer_send_success")}
+        assert (data["sent"], data["acked"], len(acked), errors) == (count, count, count, [])
+        consumer.wait(lambda c: set(acked.values()) <= set(consumed(c).values()), "every acked record consumed",
+                      timeout=2 * WAIT)
+    finally:
+        consumer.stop()
+    wait_all_registered(cluster)
+    for p in range(3):
+        wait_for_full_isr(cluster, topic, p)
+
+    log = read(clustered, topic, 3)
+    values = [v.decode() for records in log.values() for _, _, v, _ in records]
+    in_log = {(p, o): v.decode() for p, records in log.items() for o, _, v, _ in records}
+    assert all(in_log.get(where) == value for where, value in acked.items())    # where the producer was told
+    assert all(values.count(v) == 1 for v in acked.values())                    # exactly once (idempotence)
+    seen = consumed(consumer)
+    assert all(in_log.get(where) == value for where, value in seen.items())     # the consumer saw only the log
+    assert set(acked.values()) <= set(seen.values())
+    print(f"verifiable through a kill of broker {victim}: {len(acked)} acked, "
+          f"{len(consumer.named('record_data')) - len(seen)} redeliveries")
