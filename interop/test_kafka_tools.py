@@ -575,6 +575,12 @@ def test_kafka_consumer_groups_list_describe_reset_delete(target):
     tool(*cmd, "--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-offset", 2, "--execute")
     assert committed(target, group, topic, 2) == {0: 0, 1: 2}
 
+    # --delete-offsets (OffsetDelete) of one partition of an empty group
+    out = tool(*cmd, "--delete-offsets", "--group", group, "--topic", f"{topic}:1").stdout
+    assert out.startswith(f"Request succeeded for deleting offsets from group {group}.")
+    assert table(out, "TOPIC") == [{"TOPIC": topic, "PARTITION": "1", "STATUS": "Successful"}]
+    assert committed(target, group, topic, 2) == {0: 0, 1: ck.OFFSET_INVALID}
+
     out = tool(*cmd, "--delete", "--group", group)
     assert f"Deletion of requested consumer groups ('{group}') was successful." in out.stdout
     assert group not in lines(tool(*cmd, "--list").stdout)
@@ -1052,6 +1058,57 @@ def test_kafka_reassign_partitions_generate_execute_verify(clustered, tmp_path):
         assert sizes.pop() > 0
     wait_for(lambda: not any(Path(cluster.brokers[0].log_dir, f"{topic}-{p}").exists() for p in range(3)),
              "broker 0 to delete its replicas")
+
+
+def test_kafka_reassign_partitions_generate(single, tmp_path):
+    """One node: --generate needs only Metadata, and can only propose the one broker there is."""
+    topic = single.create_topic(unique("reassign"), partitions=2)
+    move = tmp_path / "move.json"
+    move.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    out = tool("kafka-reassign-partitions", "--bootstrap-server", single.bootstrap, "--generate",
+               "--topics-to-move-json-file", move, "--broker-list", "0").stdout
+    current = json_after(out, "Current partition replica assignment")
+    assert [(p["partition"], p["replicas"], p["log_dirs"]) for p in current["partitions"]] == [
+        (0, [0], [single.broker.log_dir]), (1, [0], [single.broker.log_dir])]
+    proposed = json_after(out, "Proposed partition reassignment configuration")
+    assert [(p["partition"], p["replicas"]) for p in proposed["partitions"]] == [(0, [0]), (1, [0])]
+
+
+def test_kafka_reassign_partitions_execute_verify(single, tmp_path):
+    """One node: a plan naming the replicas a partition already has, executed and verified."""
+    require_api(single, 45, "AlterPartitionReassignments")
+    require_api(single, 46, "ListPartitionReassignments")
+    topic = single.create_topic(unique("reassign"))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [0]}]}))
+    cmd = ("kafka-reassign-partitions", "--bootstrap-server", single.bootstrap)
+    assert f"Successfully started partition reassignment for {topic}-0" in tool(
+        *cmd, "--execute", "--reassignment-json-file", plan).stdout
+    wait_for(lambda: f"Reassignment of partition {topic}-0 is completed." in tool(
+        *cmd, "--verify", "--reassignment-json-file", plan).stdout, "the reassignment to complete")
+    assert tool(*cmd, "--list").stdout.strip() == "No partition reassignments found."
+
+
+def test_kafka_reassign_partitions_between_log_dirs(single, tmp_path):
+    """A replica moved to another log directory of its broker (a plan's log_dirs)."""
+    require_api(single, 34, "AlterReplicaLogDirs")
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with EmbeddedBroker({"group.initial.rebalance.delay.ms": 0}, log_dir=",".join(dirs)) as b:
+        two = Target("broker", broker=b)
+        topic = two.create_topic(unique("log-dir-move"))
+        assert produce(two, topic, [(None, b"moved")]) == [None]
+        source = next(d for d in dirs if Path(d, f"{topic}-0").exists())
+        destination = next(d for d in dirs if d != source)
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [0], "log_dirs": [destination]}]}))
+        cmd = ("kafka-reassign-partitions", "--bootstrap-server", two.bootstrap)
+        tool(*cmd, "--execute", "--reassignment-json-file", plan)
+        wait_for(lambda: f"Reassignment of replica {topic}-0-0 completed" in tool(
+            *cmd, "--verify", "--reassignment-json-file", plan).stdout.replace("is completed", "completed"),
+            "the replica's move")
+        assert Path(destination, f"{topic}-0").exists() and not Path(source, f"{topic}-0").exists()
+        assert [v for _, _, v, _ in read(two, topic)[0]] == [b"moved"]
 
 
 # ================================================================ kafka-verifiable-producer, kafka-verifiable-consumer
