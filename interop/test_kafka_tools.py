@@ -589,6 +589,39 @@ def test_kafka_consumer_groups_list_describe_reset_delete(target):
     assert f"GroupIdNotFoundException: Group {group} not found." in missing.stdout, missing
 
 
+def test_kafka_consumer_groups_consumer_protocol(target):
+    """A KIP-848 group (a console consumer with group.protocol=consumer): described from ConsumerGroupDescribe."""
+    b = target.bootstrap
+    topic, group = target.create_topic(unique("kip848"), partitions=2), unique("kip848")
+    cmd = ("kafka-consumer-groups", "--bootstrap-server", b)
+    member = kafka_tools.start("kafka-console-consumer", "--bootstrap-server", b, "--topic", topic, "--group", group,
+                               "--consumer-property", "group.protocol=consumer", "--consumer-property",
+                               "client.id=kip848-member", stderr=subprocess.DEVNULL)
+    try:
+        def assigned():
+            rows = table(tool(*cmd, "--describe", "--group", group, "--members", "--verbose").stdout, "GROUP")
+            return rows if rows and rows[0]["#PARTITIONS"] == "2" else None
+        [row] = wait_for(assigned, "the member's assignment")
+        assert (row["CLIENT-ID"], row["CURRENT-ASSIGNMENT"], row["TARGET-ASSIGNMENT"]) == (
+            "kip848-member", f"{topic}:0,1", f"{topic}:0,1")
+        assert row["CURRENT-EPOCH"] == row["TARGET-EPOCH"] != "0"
+        assert {"GROUP": group, "TYPE": "Consumer"} in table(tool(*cmd, "--list", "--type").stdout, "GROUP")
+        state = tool(*cmd, "--describe", "--group", group, "--state", "--verbose").stdout
+        assert re.search(rf"^{re.escape(group)}\s+127\.0\.0\.1:\d+\s+\(\d+\)\s+uniform\s+Stable\s+(\d+)\s+\1\s+1$",
+                         state, re.M), state
+        described = target.admin().describe_consumer_groups([group])[group].result(WAIT)
+        assert described.type.name == "CONSUMER"
+        assert [m.client_id for m in described.members] == ["kip848-member"]
+        assert [m.member_id for m in described.members] == [row["CONSUMER-ID"]]
+    finally:
+        member.terminate()
+        member.wait(30)
+    wait_for(lambda: {"GROUP": group, "STATE": "Empty"} in table(tool(*cmd, "--list", "--state").stdout, "GROUP"),
+             "the member to leave")
+    assert f"Deletion of requested consumer groups ('{group}') was successful." in tool(
+        *cmd, "--delete", "--group", group).stdout
+
+
 # ================================================================ kafka-get-offsets, kafka-delete-records
 
 def get_offsets(target: Target, *args) -> dict[tuple[str, int], int]:
