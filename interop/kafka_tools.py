@@ -148,14 +148,17 @@ def run(tool: str, *args, input: str | None = None, timeout: float = 120) -> sub
             dump = directory / f"{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
             cds = [f"-XX:ArchiveClassesAtExit={dump}"]
     try:
-        return subprocess.run(command(tool, *args, cds=cds), input=input if input is not None else "",
-                              capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(command(tool, *args, cds=cds), input=input if input is not None else "",
+                             capture_output=True, text=True, timeout=timeout)
     finally:
         if dump is not None:
             if dump.is_file() and dump.stat().st_size > 0:
                 os.replace(dump, archive)
             else:
                 dump.unlink(missing_ok=True)
+    if dump is None and cds and "[cds]" in out.stderr:
+        archive.unlink(missing_ok=True)     # the JVM would not map it (a jar changed, say): the next run writes it anew
+    return out
 
 
 def start(tool: str, *args, stdout=subprocess.PIPE, stderr=None, stdin=subprocess.DEVNULL) -> subprocess.Popen | None:

@@ -69,6 +69,10 @@ class Target:
             self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         return self._admin
 
+    def close(self) -> None:
+        """Drop the admin client before its brokers stop (else librdkafka reports them gone)."""
+        self._admin = None
+
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> str:
         self.admin().create_topics([NewTopic(topic, partitions, self.rf, config=configs or {})])[topic].result(WAIT)
         wait_for(lambda: all(p.leader >= 0 for p in topic_metadata(self, topic).partitions.values())
@@ -102,20 +106,27 @@ def cluster():
 
 
 @pytest.fixture(scope="module", params=["broker", "cluster"])
-def target(request) -> Target:
+def target(request):
     if request.param == "broker":
-        return Target("broker", broker=request.getfixturevalue("broker"))
-    return Target("cluster", cluster=request.getfixturevalue("cluster"))
+        t = Target("broker", broker=request.getfixturevalue("broker"))
+    else:
+        t = Target("cluster", cluster=request.getfixturevalue("cluster"))
+    yield t
+    t.close()
 
 
 @pytest.fixture(scope="module")
-def single(broker) -> Target:
-    return Target("broker", broker=broker)
+def single(broker):
+    t = Target("broker", broker=broker)
+    yield t
+    t.close()
 
 
 @pytest.fixture(scope="module")
-def clustered(cluster) -> Target:
-    return Target("cluster", cluster=cluster)
+def clustered(cluster):
+    t = Target("cluster", cluster=cluster)
+    yield t
+    t.close()
 
 
 # ---------------------------------------------------------------- running tools and reading what they print
@@ -749,7 +760,9 @@ def test_kafka_transactions_list_by_pattern(single):
 def unverified():
     """A broker without KIP-890's check, where a producer can still leave a transaction hanging."""
     with EmbeddedBroker({"transaction.partition.verification.enable": "false"}) as b:
-        yield Target("broker", broker=b)
+        t = Target("broker", broker=b)
+        yield t
+        t.close()
 
 
 def hang_a_transaction(target: Target, topic: str, txn: str) -> int:
@@ -912,7 +925,9 @@ def authorized():
     """A broker with Kafka's AclAuthorizer, open to anyone on resources without ACLs."""
     with EmbeddedBroker({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                          "allow.everyone.if.no.acl.found": "true"}) as b:
-        yield Target("broker", broker=b)
+        t = Target("broker", broker=b)
+        yield t
+        t.close()
 
 
 def acl_listing(text: str) -> dict[tuple[str, str, str], set[tuple[str, str, str, str]]]:
@@ -1142,6 +1157,7 @@ def test_kafka_reassign_partitions_between_log_dirs(single, tmp_path):
             "the replica's move")
         assert Path(destination, f"{topic}-0").exists() and not Path(source, f"{topic}-0").exists()
         assert [v for _, _, v, _ in read(two, topic)[0]] == [b"moved"]
+        two.close()
 
 
 # ================================================================ kafka-verifiable-producer, kafka-verifiable-consumer
