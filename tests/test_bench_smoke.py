@@ -36,6 +36,8 @@ def test_bench_minimal_scenario():
     # which client thread set the pace: a named thread that used some CPU, reported for every kind of run
     for r in (produced, consumed, lines["scale-200-connections"]["kafka-compat"]):
         assert r["client_busiest_thread"] and r["client_busiest_share"] > 0
+    startup = lines["startup"]["kafka-compat"]      # from the start to the first answered Metadata request
+    assert 0 < startup["startup_s"] < 60 and startup["startup_rss_mb"] > 0 and startup["startup_cpu_s"] >= 0
     fleet = lines["scale-200-connections"]["kafka-compat"]   # 200 producers over client processes
     assert "error" not in fleet and fleet["mb_per_s"] > 0 and fleet["client_processes"] >= 1
     # the fleet's processes report their own CPU, so the client's side of the work is measured too
@@ -50,6 +52,8 @@ def test_bench_paired_metrics_on_against_off():
     assert out.returncode == 0, out.stderr[-3000:]
     lines = {d["scenario"]: d for d in map(json.loads, (line for line in out.stdout.splitlines()
                                                         if line.startswith("{")))}
+    startup = lines.pop("startup")          # each round's start, to the first answered request
+    assert startup["ratio_of"] == "kafka-compat+metrics/kafka-compat" and startup["kafka-compat"]["rounds"] == 2
     assert set(lines) == {"produce-1KiB-acks1-none", "consume-1KiB-acks1-none"}
     for line in lines.values():
         assert line["pair"] == "kafka-compat+metrics/kafka-compat" and line["rounds"] == 2
@@ -110,3 +114,4 @@ def test_pin_puts_every_broker_thread_on_its_cpu_and_the_clients_on_the_others()
         assert os.sched_getaffinity(c._scraper.native_id) == clients
     finally:
         c.stop()
+
