@@ -1,6 +1,6 @@
 """Cluster benchmark: what replication costs, how fast failover is, what a second broker adds.
 
-    python bench/cluster.py [--records N] [--rounds R] [--trials T] [--only replication e2e failover scale]
+    python bench/cluster.py [--records N] [--rounds R] [--trials T] [--only replication e2e failover scale kafka]
 
 Every comparison runs side by side in one run (the order alternating between rounds), on this machine:
 
@@ -23,10 +23,22 @@ Every comparison runs side by side in one run (the order alternating between rou
                --keep-logs DIR keeps the broker logs of each trial over its target
   scale        N x 1 KiB acks=1 over 4 partitions: two brokers (replication factor 1, partitions spread
                over both) against one broker, aggregate MB/s, with the client's busiest thread
+  kafka        our three brokers against three Apache Kafka 4.x brokers (KRaft, every node broker and
+               controller, started by interop/reference.py), both with min.insync.replicas=2 and
+               default.replication.factor=3, in alternating order, each freshly started: N x 1 KiB
+               acks=all to a topic of replication factor 3 (MB/s, CPU per GB of the three brokers, for
+               ours with ZooKeeper's added since it does the work Kafka's in-process controllers do)
+               after an untimed produce of N/2 records to another topic (the JVMs' JIT), then e2e as
+               above on the same cluster (its brokers_cpu_share, as e2e's, over the nominal seconds),
+               and each side's start-up: from the start (ZooKeeper's for ours, the storage format for
+               Kafka) until every broker answers Metadata listing all three. Ratios are kafka-compat /
+               Kafka. Left out, with a message, where Kafka is not resolved (bash interop/maven.sh
+               kafka) or there is no java
 
 Brokers are kafka-compat processes (kafka_compat.testing: EmbeddedBroker, EmbeddedCluster with a real
-ZooKeeper). Prints a line per measurement as it goes, then one JSON line per scenario with medians and
-ratios. Timing never runs in CI; tests/test_bench_scripts.py only checks that a tiny run completes.
+ZooKeeper), and for `kafka` Kafka's JVMs. Prints a line per measurement as it goes, then one JSON line per
+scenario with medians and ratios. Timing never runs in CI; tests/test_bench_scripts.py only checks that a
+tiny run completes.
 """
 from __future__ import annotations
 
@@ -47,7 +59,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench import workloads  # noqa: E402
-from bench.contenders import wait_quiet  # noqa: E402
+from bench.contenders import first_answer, wait_quiet  # noqa: E402
+from interop import reference  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster  # noqa: E402
 
 KIB = 1024
@@ -56,6 +69,9 @@ BROKERS_TOPIC = "failover-brokers"      # one partition led by each broker (repl
 WAIT = 120.0
 CLUSTER = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": 6000,
            "group.initial.rebalance.delay.ms": 0}
+# Kafka's three nodes get the same durability settings (reference.py adds no rebalance delay, internal topics
+# at replication factor 3, and its JVM and thread settings)
+KAFKA_CLUSTER = {"min.insync.replicas": 2, "default.replication.factor": 3}
 
 
 def log(msg: str) -> None:
@@ -93,6 +109,20 @@ def wait_for_isr(cluster: EmbeddedCluster, topic: str, partitions: int, size: in
     cluster.wait_until(full, WAIT, f"{topic} to have {size} in-sync replicas everywhere")
 
 
+def wait_for_isr_metadata(bootstrap: str, topic: str, partitions: int, size: int) -> None:
+    """wait_for_isr for brokers whose state is not in our ZooKeeper (Kafka's): what Metadata says."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + WAIT
+    while True:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and len(md.partitions) == partitions and \
+                all(p.leader >= 0 and len(p.isrs) >= size for p in md.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic} does not have {size} in-sync replicas everywhere after {WAIT} s")
+        time.sleep(0.2)
+
+
 def timed_produce(bootstrap: str, topic: str, values: list[bytes], acks: str, pids: list[int]) -> dict:
     wait_quiet()
     user0, sys0 = cpu_split(pids)
@@ -118,6 +148,8 @@ class Single:
 
 
 class Cluster:
+    name = "kafka_compat"
+
     def __init__(self, brokers: int, overrides: dict | None = None):
         self.cluster = EmbeddedCluster(brokers, {**CLUSTER, **(overrides or {})})
 
@@ -127,10 +159,42 @@ class Cluster:
         self.cluster.wait_for_controller(WAIT)
         self.bootstrap = self.cluster.bootstrap
         self.pids = [b.proc.pid for b in self.cluster.brokers]
+        self.control_pids = [self.cluster.zookeeper.proc.pid]      # what keeps the cluster's metadata
         return self
+
+    def wait_for_isr(self, topic: str, partitions: int, size: int) -> None:
+        wait_for_isr(self.cluster, topic, partitions, size)
 
     def __exit__(self, *exc):
         self.cluster.close()
+
+
+class KafkaCluster:
+    """Apache Kafka 4.x in KRaft mode (interop/reference.py's start_kraft: every node broker and controller,
+    a voter each; its fixed 512 MiB G1 heap and 2 network and 2 I/O threads per node), the same face as
+    Cluster: bootstrap, the brokers' pids (the controllers are in those JVMs, so no control_pids)."""
+
+    name = "kafka"
+
+    def __init__(self, brokers: int, overrides: dict | None = None):
+        self.brokers, self.overrides = brokers, {**KAFKA_CLUSTER, **(overrides or {})}
+
+    @staticmethod
+    def available() -> bool:
+        return reference.available()
+
+    def __enter__(self):
+        self.ref = reference.start_kraft(self.brokers, self.overrides)
+        self.bootstrap = self.ref.bootstrap
+        self.pids = [p.pid for p in self.ref.procs]
+        self.control_pids: list[int] = []
+        return self
+
+    def wait_for_isr(self, topic: str, partitions: int, size: int) -> None:
+        wait_for_isr_metadata(self.bootstrap, topic, partitions, size)
+
+    def __exit__(self, *exc):
+        self.ref.stop()
 
 
 def create_when_ready(bootstrap: str, topic: str, **kwargs) -> None:
@@ -214,17 +278,52 @@ def e2e(seconds: float, rnd: int = 0) -> dict:
                                                          producer_config={"acks": 1})
             continue
         with Cluster(3) as c:
-            create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
-            wait_for_isr(c.cluster, "e2e", PARTITIONS, 3)
-            make_group_coordinator(c.bootstrap, "e2e-e2e")
-            wait_for_isr(c.cluster, "__consumer_offsets", 50, 3)
-            wait_quiet()
-            cpu0 = cpu_seconds(c.pids)
-            r = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
-            # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
-            r["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
-            out["cluster"] = r
+            out["cluster"] = cluster_e2e(c, seconds)
     out["ratio_p99"] = out["cluster"]["p99_ms"] / out["one_broker"]["p99_ms"]
+    out["load_average_1m"] = os.getloadavg()[0]
+    return out
+
+
+def cluster_e2e(c, seconds: float) -> dict:
+    """1,000 records/s for ``seconds`` on a running three-broker Cluster or KafkaCluster: acks=all (the client's
+    default settings) to a topic of replication factor 3, the group coordinator made before the clock starts."""
+    create_when_ready(c.bootstrap, "e2e", partitions=PARTITIONS, replication_factor=3)
+    c.wait_for_isr("e2e", PARTITIONS, 3)
+    make_group_coordinator(c.bootstrap, "e2e-e2e")
+    c.wait_for_isr("__consumer_offsets", 50, 3)
+    wait_quiet()
+    cpu0 = cpu_seconds(c.pids)
+    r = workloads.end_to_end(c.bootstrap, "e2e", PARTITIONS, 1000, seconds, producer_config={})
+    # the brokers' CPU for this trickle: on a shared machine their latency follows how much they need
+    r["brokers_cpu_share"] = (cpu_seconds(c.pids) - cpu0) / seconds / len(c.pids)
+    return r
+
+
+def versus_kafka(values: list[bytes], rnd: int, e2e_seconds: float) -> dict:
+    """Our three brokers ("kafka_compat") against Kafka's three ("kafka"), in alternating order, each freshly
+    started: the start-up, acks=all produce to replication factor 3, then e2e on the same cluster."""
+    out = {}
+    for side in ((Cluster, KafkaCluster) if rnd % 2 == 0 else (KafkaCluster, Cluster)):
+        t0 = time.monotonic()
+        with side(3) as c:
+            first_answer(c.bootstrap, brokers=3)
+            startup = time.monotonic() - t0
+            for topic in ("warm-up", "bench"):
+                create_when_ready(c.bootstrap, topic, partitions=PARTITIONS, replication_factor=3)
+                c.wait_for_isr(topic, PARTITIONS, 3)
+            # untimed, on both sides: a JVM fresh from its start interprets the produce path until its JIT
+            # has compiled it, and the client's first produce touches a cold heap (bench/run.py's warm_up)
+            workloads.produce(c.bootstrap, "warm-up", values[: max(len(values) // 2, 1)], acks="all",
+                              compression="none")
+            # ours: ZooKeeper's CPU added, it keeps the metadata that Kafka's in-process controllers keep
+            r = timed_produce(c.bootstrap, "bench", values, "all", c.pids + c.control_pids)
+            r["startup_s"] = startup
+            r["e2e"] = cluster_e2e(c, e2e_seconds)
+            out[side.name] = r
+    ours, theirs = out["kafka_compat"], out["kafka"]
+    for key in ("mb_per_s", "cpu_s_per_gb", "startup_s"):
+        out[f"ratio_{key}"] = ours[key] / theirs[key] if theirs[key] else float("nan")
+    out["ratio_e2e_p99"] = ours["e2e"]["p99_ms"] / theirs["e2e"]["p99_ms"]
     out["load_average_1m"] = os.getloadavg()[0]
     return out
 
@@ -362,16 +461,20 @@ def main(argv=None) -> int:
     ap.add_argument("--trials", type=int, default=3, help="failovers of each kind (SIGKILL, SIGTERM)")
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--failover-kinds", nargs="+", default=["sigkill", "sigterm"], choices=["sigkill", "sigterm"])
-    ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale"])
+    ap.add_argument("--only", nargs="*", default=[], choices=["replication", "e2e", "failover", "scale", "kafka"],
+                    help="scenarios to run (default all; kafka only where Apache Kafka 4.x is resolved)")
     ap.add_argument("--keep-logs", metavar="DIR", help="failover: copy the broker logs of every trial over its "
                     "target (SIGTERM gap over 1 s, SIGKILL over 8 s) to DIR")
     ap.add_argument("--keep-logs-over", type=float, metavar="S", help="with --keep-logs: keep those of every trial "
                     "over S seconds instead (both kinds)")
     args = ap.parse_args(argv)
-    chosen = args.only or ["replication", "e2e", "failover", "scale"]
+    chosen = args.only or ["replication", "e2e", "failover", "scale", "kafka"]
+    if "kafka" in chosen and not KafkaCluster.available():
+        log("Apache Kafka 4.x is not resolved, or there is no java (bash interop/maven.sh kafka): no kafka scenario")
+        chosen.remove("kafka")
     values = workloads.values(args.records, KIB)
     results = {}
-    for name in ("replication", "e2e", "failover", "scale"):
+    for name in ("replication", "e2e", "failover", "scale", "kafka"):
         if name not in chosen:
             continue
         if name == "failover":
@@ -380,8 +483,12 @@ def main(argv=None) -> int:
         else:
             rounds = []
             for r in range(args.rounds):
-                rounds.append(e2e(args.e2e_seconds, r) if name == "e2e"
-                              else (replication if name == "replication" else scale)(values, r))
+                if name == "e2e":
+                    rounds.append(e2e(args.e2e_seconds, r))
+                elif name == "kafka":
+                    rounds.append(versus_kafka(values, r, args.e2e_seconds))
+                else:
+                    rounds.append((replication if name == "replication" else scale)(values, r))
                 log(f"{name} round {r + 1}: {json.dumps(rounds[-1])}")
             results[name] = medians(rounds)
         log(f"{name}: {json.dumps(results[name])}")

@@ -1,13 +1,20 @@
-"""The two brokers the side-by-side benchmark runs, and what it samples from them.
+"""The brokers the side-by-side benchmark runs, and what it samples from them.
 
-Each contender is started fresh for a round and stopped after it, so one round's
-data never helps the next. `Sampler` reads the broker process's CPU time
-(user + system) and resident memory through psutil while a scenario runs.
+kafka-compat, Tansu, and Apache Kafka itself (started by interop/reference.py). Each
+contender is started fresh for a round and stopped after it, so one round's data never
+helps the next. `Sampler` reads the broker process's CPU time (user + system) and
+resident memory through psutil while a scenario runs; for Kafka that process is the
+JVM. `first_answer` and `started_at` give the start-up figure: the time from the start
+to the first answered request, and how much of it passed before the broker process
+existed (Kafka's storage format).
 """
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,7 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import schedstat  # noqa: E402
+from interop import reference  # noqa: E402
 from interop.peers import free_port, start_tansu, stop, tansu_binary  # noqa: E402
+from kafka_compat.protocol import frames  # noqa: E402
+from kafka_compat.protocol.messages import metadata  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 SCRAPE_INTERVAL_S = 5.0
@@ -117,10 +127,12 @@ class KafkaCompatAt(KafkaCompat):
 
 
 def contender(name: str, profile_dir: str | None = None):
-    """kafka-compat, kafka-compat@REV, either with +metrics, or tansu; kafka-compat+control is a second
-    kafka-compat exactly like the first, for an A/A run that shows what the harness's noise alone gives."""
+    """kafka-compat, kafka-compat@REV, either with +metrics, tansu, or kafka (Apache Kafka 4.x); kafka-compat+control
+    is a second kafka-compat exactly like the first, for an A/A run that shows what the harness's noise alone gives."""
     if name == "tansu":
         return Tansu()
+    if name == "kafka":
+        return Kafka()
     if name == "kafka-compat+control":
         c = KafkaCompat(profile_dir)
         c.name = name
@@ -185,6 +197,100 @@ class Tansu:
         stop(self.proc)
         self.proc = None
         shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+class Kafka:
+    """Apache Kafka 4.x (4.4.0 from interop/maven.sh) in KRaft mode: one node that is broker and controller,
+    file storage in a fresh temporary directory, started by interop/reference.py with its settings (HEAP: a
+    fixed 512 MiB heap, G1; THREADS: 2 network and 2 I/O threads). `start` formats the storage, starts
+    the JVM and returns once it answers Metadata; the sampled process is that JVM."""
+
+    name = "kafka"
+    client_cpus: set[int] | None = None
+
+    def __init__(self):
+        self.ref: reference.ReferenceKafka | None = None
+
+    @staticmethod
+    def available() -> bool:
+        return reference.available()
+
+    @staticmethod
+    def version() -> str | None:
+        return reference.kafka_version(reference.KAFKA4_DIR)
+
+    def start(self) -> str:
+        self.ref = reference.start_kraft(1)
+        return self.ref.bootstrap
+
+    @property
+    def pid(self) -> int:
+        return self.ref.procs[0].pid
+
+    def profile(self, scenario: str) -> None:
+        pass
+
+    def end_profile(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        if self.ref is not None:
+            self.ref.stop()
+            self.ref = None
+
+
+def first_answer(bootstrap: str, brokers: int = 1, timeout: float = 120.0) -> None:
+    """Block until every address of ``bootstrap`` answers a Metadata request (no topics) that lists
+    ``brokers`` brokers: the end of the start-up figure, whatever a contender's own start waited for."""
+    deadline = time.monotonic() + timeout
+    request = frames.encode_request(3, 12, metadata.MetadataRequest(topics=[], allow_auto_topic_creation=False),
+                                    1, "bench-startup")
+    for address in bootstrap.split(","):
+        host, port = address.rsplit(":", 1)
+        while True:
+            try:
+                with socket.create_connection((host, int(port)), timeout=2) as sock:
+                    sock.sendall(request)
+                    size, = struct.unpack(">i", _read_exact(sock, 4))
+                    _, resp = frames.decode_response(3, 12, _read_exact(sock, size))
+                if len(resp.brokers) >= brokers:
+                    break
+            except (OSError, ConnectionError, struct.error):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{address} did not answer Metadata with {brokers} brokers in {timeout} s")
+            time.sleep(0.02)
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def boot_clock() -> float:
+    """Seconds since boot on the clock /proc/<pid>/stat's start times use (CLOCK_BOOTTIME)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def started_at(pid: int) -> float | None:
+    """When ``pid`` started, in boot_clock() seconds (to a 10 ms clock tick); None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")      # field 22, starttime, in clock ticks
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (Kafka's storage format tool among them)."""
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def run_queue_seconds(pid: int) -> float:

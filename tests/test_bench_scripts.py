@@ -155,3 +155,24 @@ def test_cluster_bench_sigterm_failover_scenario(tmp_path):
     assert sorted(os.listdir(tmp_path)) == [f"sigterm-trial1-b{i}.log" for i in range(3)]
     kept = "".join((tmp_path / f"sigterm-trial1-b{i}.log").read_text() for i in range(3))
     assert "controlled shutdown succeeded" in kept
+
+
+def test_cluster_bench_against_kafka():
+    """bench/cluster.py --only kafka: our three brokers (a real ZooKeeper) and three Apache Kafka 4.x nodes each
+    take acks=all to replication factor 3 and an e2e trickle, and the kafka-compat/Kafka ratios are there."""
+    if zookeeper_missing():
+        pytest.skip(zookeeper_missing())
+    sys.path.insert(0, os.path.join(ROOT, "interop"))
+    import reference
+
+    if not reference.available():
+        pytest.skip("Apache Kafka 4.x is not resolved, or no java (bash interop/maven.sh kafka)")
+    out = subprocess.run([sys.executable, "bench/cluster.py", "--only", "kafka", "--records", "2000", "--rounds", "1",
+                          "--e2e-seconds", "1"], cwd=ROOT, capture_output=True, text=True, timeout=420)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (row,) = _json_lines(out.stdout)
+    assert row["scenario"] == "kafka" and row["records"] == 2000
+    for side in ("kafka_compat", "kafka"):
+        assert row[side]["mb_per_s"] > 0 and row[side]["startup_s"] > 0
+        assert row[side]["e2e"]["received"] == 1000 and row[side]["e2e"]["missing"] == 0
+    assert row["ratio_mb_per_s"] > 0 and row["ratio_e2e_p99"] > 0 and row["ratio_startup_s"] > 0
