@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test command README gives: installs what the tests need on a fresh machine, then runs them.
 #   bash tests/run.sh [pytest args...]
+# Without arguments the whole suite runs as two pytest processes side by side: the JVM and Go
+# suites (Spark, Kafka's own tools, the Go clients), which mostly wait on their JVMs and brokers,
+# and everything else. With arguments, one pytest runs them as given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE            # the generated codecs are large: cache their bytecode
@@ -9,4 +12,22 @@ python3 -m pip install -q -e '.[test]'
 if [ -f interop/setup.sh ] && [ "${KAFKA_COMPAT_SKIP_SETUP:-}" != 1 ]; then
   bash interop/setup.sh
 fi
-exec python3 -m pytest -q "$@"
+if [ $# -gt 0 ]; then
+  exec python3 -m pytest -q "$@"
+fi
+
+JVM_AND_GO=(interop/test_spark.py interop/test_kafka_tools.py interop/test_go_clients.py)
+log="$(mktemp -d)/jvm-and-go.log"
+python3 -m pytest -q -rA -p no:cacheprovider "${JVM_AND_GO[@]}" >"$log" 2>&1 &
+side=$!
+ignore=()
+for f in "${JVM_AND_GO[@]}"; do ignore+=(--ignore "$f"); done
+status=0
+python3 -m pytest -q "${ignore[@]}" || status=$?
+side_status=0
+wait "$side" || side_status=$?
+echo
+echo "=== the JVM and Go suites (${JVM_AND_GO[*]}), run beside the rest ==="
+cat "$log"
+[ "$status" -eq 0 ] || exit "$status"
+exit "$side_status"
