@@ -151,7 +151,7 @@ KNOWN: list[tuple[str, str, str]] = [
         ("num.replica.alter.log.dirs.threads", "moving replicas between log dirs is not built yet", 35),
         ("alter.log.dirs.replication.quota.*", "moving replicas between log dirs is not built yet", 35),
         ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),
-        ("sasl.oauthbearer.*", "OAUTHBEARER is not served: PLAIN and SCRAM are", 30),
+        ("sasl.oauthbearer.*", "OAUTHBEARER is served with the unsecured JWT validator; the JWKS and token-endpoint settings are not defined", 30),
         ("sasl.kerberos.*", "GSSAPI is not served: PLAIN and SCRAM are", 30),
         ("sasl.login.*", "SASL login modules are the JVM's: PLAIN and SCRAM need none", 30),
         ("sasl.client.callback.handler.class", "JVM callback classes have no equivalent here", 30),

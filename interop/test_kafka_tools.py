@@ -676,12 +676,7 @@ def test_kafka_get_offsets(target):
     assert get_offsets(target, "--topic", topic, "--partitions", "0", "--time", "latest-tiered") == {}
 
 
-def test_kafka_delete_records(target, tmp_path, request):
-    if target.cluster:
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=(
-            "kafka-compat bug: on a cluster DeleteRecords is answered at once with the replicas' smallest log start "
-            "offset (0: the followers have not heard yet), where Kafka waits for them (DelayedDeleteRecords) and "
-            "answers a low watermark at or past the requested offset")))
+def test_kafka_delete_records(target, tmp_path):
     topic = target.create_topic(unique("delete-records"), partitions=2)
     for p in range(2):
         assert produce(target, topic, [(None, b"%d" % i) for i in range(5)], partition=p) == [None] * 5

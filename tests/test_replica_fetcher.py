@@ -130,7 +130,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
     async def scenario(c):
         c.lead(0, 0, isr=(0,), to=[0])
         c[0].produce(1, *(batch(b"v%d" % i) for i in range(5)))
-        c[0].rm.delete_records([(TOPIC, 0, 3)])               # the leader keeps offsets 3 and 4 only
+        c[0].rm.delete_records(30000, [(TOPIC, 0, 3)])        # the leader keeps offsets 3 and 4 only
         c.lead(0, 0, isr=(0,), to=[1])
         await until(lambda: c[1].partition().log_end_offset == 5, what="the follower to catch up")
         return c[1].partition().log_start_offset, c[1].data() == c[0].data()
@@ -202,3 +202,17 @@ def test_becoming_leader_stops_fetching_and_serves(tmp_path):
         return fetching, appended.error_code, appended.base_offset
 
     assert run(tmp_path, scenario) == (None, ErrorCode.NONE, 1)
+
+
+def test_delete_records_answers_once_the_follower_has_deleted_as_far(tmp_path):
+    """Kafka's DelayedDeleteRecords: the low watermark in the answer is one every live replica has reached."""
+    async def scenario(c):
+        c.lead(0, 0, isr=(0, 1), to=[0, 1])
+        c[0].produce(-1, *(batch(b"v%d" % i) for i in range(5)))
+        await until(lambda: c[1].partition().log_end_offset == 5, what="the follower to catch up")
+        answer = c[0].rm.delete_records(30000, [(TOPIC, 0, 3)])
+        waited = isinstance(answer, asyncio.Future)
+        result = await answer if waited else answer
+        return waited, result, c[1].partition().log_start_offset
+
+    assert run(tmp_path, scenario) == (True, [(ErrorCode.NONE, 3)], 3)

@@ -6,6 +6,8 @@ from the leader-epoch cache.
 """
 from __future__ import annotations
 
+import asyncio
+
 from kafka_compat.storage.local_log import LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP
 from kafka_compat.storage.unified_log import FetchIsolation
 
@@ -108,7 +110,17 @@ class OffsetsApi:
         allowed = self.auth.filter_authorized(request, DELETE, TOPIC, (t.name for t in body.topics))
         wanted = [(t.name, p.partition_index, p.offset) for t in body.topics if t.name in allowed
                   for p in t.partitions]
-        results = iter(self.replica_manager.delete_records(wanted))
+        results = self.replica_manager.delete_records(body.timeout_ms, wanted)
+        if isinstance(results, asyncio.Future):
+            return self._delete_records_later(body, allowed, results)
+        return self._delete_records_response(body, allowed, results)
+
+    async def _delete_records_later(self, body, allowed, results):
+        return self._delete_records_response(body, allowed, await results)
+
+    @staticmethod
+    def _delete_records_response(body, allowed, results):
+        results = iter(results)
         topics = []
         for t in body.topics:
             parts = []

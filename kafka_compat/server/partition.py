@@ -519,12 +519,14 @@ class Partition:
         elif fetch_offset.message_offset >= replica.last_fetch_leader_log_end_offset:
             replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, replica.last_fetch_time_ms)
         moved = replica.log_end_offset.message_offset != fetch_offset.message_offset
+        start_moved = replica.log_start_offset != follower_start_offset
         replica.log_end_offset = fetch_offset
         replica.log_start_offset = follower_start_offset
         replica.last_fetch_leader_log_end_offset = leader_end_offset
         replica.last_fetch_time_ms = now
         self.maybe_expand_isr(replica)
-        if moved and self.maybe_increment_leader_hw():
+        if moved and self.maybe_increment_leader_hw() or start_moved:
+            # a waiting DeleteRecords completes when every replica's log start has reached its offset
             self.on_high_watermark_moved(self.key)
 
     def fetch_offset_snapshot(self):
@@ -567,7 +569,9 @@ class Partition:
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (-1: the high watermark).
 
-        Returns the new low watermark; raises KafkaError (OFFSET_OUT_OF_RANGE past the HW).
+        Returns the offset every replica's log start must reach before the answer (Kafka's
+        DelayedDeleteRecords waits for the low watermark); raises KafkaError (OFFSET_OUT_OF_RANGE past
+        the HW).
         """
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -575,12 +579,14 @@ class Partition:
         if target < 0:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
         self.log.maybe_increment_log_start_offset(target)
-        return self.low_watermark()
+        return max(target, self.log.log_start_offset)
 
     def low_watermark(self) -> int:
-        """The smallest log start offset among the replicas this leader hears from."""
+        """The smallest log start offset among the replicas on live brokers (Kafka's lowWatermarkIfLeader):
+        a dead broker's replica does not hold DeleteRecords up."""
         starts = [self.log.log_start_offset]
-        starts += [r.log_start_offset for r in self.remote_replicas.values() if r.log_start_offset >= 0]
+        starts += [r.log_start_offset for r in self.remote_replicas.values()
+                   if r.log_start_offset >= 0 and self.is_broker_alive(r.broker_id)]
         return min(starts)
 
     # -- descriptions ---------------------------------------------------------------------

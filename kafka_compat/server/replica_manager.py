@@ -44,6 +44,7 @@ from ..protocol.primitives import ZERO_UUID
 from ..purgatory import DelayedOperationPurgatory
 from .alter_partition_listener import IsrChangeMeters
 from .broker_topic_stats import BrokerTopicStats
+from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
 from .log_dir_failure_channel import LogDirFailureChannel
@@ -111,6 +112,7 @@ class ReplicaManager:
         self._produce_purge_interval = produce_purge_interval
         self.fetch_purgatory: DelayedOperationPurgatory | None = None
         self.produce_purgatory: DelayedOperationPurgatory | None = None
+        self.delete_records_purgatory: DelayedOperationPurgatory | None = None
         self._hw_checkpoints: dict[tuple[str, int], int] = {}
         self._hw_written: dict[str, dict] = {}   # per log dir: the high watermarks last checkpointed
         self._hw_mark: int | None = None          # high_watermark_moves() at the last complete checkpoint
@@ -140,6 +142,8 @@ class ReplicaManager:
                                                          purge_interval=self._fetch_purge_interval)
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id, loop=loop,
                                                            purge_interval=self._produce_purge_interval)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", broker_id=self.broker_id,
+                                                                  loop=loop)
         for directory in self.log_manager.log_dirs:
             self._hw_checkpoints.update(
                 checkpoint.read_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)))
@@ -519,6 +523,7 @@ class ReplicaManager:
         if self.produce_purgatory is not None:
             self.produce_purgatory.check_and_complete(key)
             self.fetch_purgatory.check_and_complete(key)
+            self.delete_records_purgatory.check_and_complete(key)
 
     # -- produce -----------------------------------------------------------------------------------
     def append_records(self, timeout_ms: int, required_acks: int, entries: list, *, origin: str = CLIENT,
@@ -719,19 +724,31 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
         return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
 
-    def delete_records(self, offsets: list) -> list[tuple[int, int]]:
-        """DeleteRecords for each (topic, partition, offset): (error, low watermark) in order."""
-        out = []
+    def delete_records(self, timeout_ms: int, offsets: list):
+        """DeleteRecords for each (topic, partition, offset): (error, low watermark) in order, or a future of
+        them when a follower has yet to delete as far (Kafka's DelayedDeleteRecords)."""
+        wanted, results = [], []
         for topic, index, offset in offsets:
             partition = self.partitions.get((topic, index))
+            required = None
             if partition is None:
-                out.append((ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1))
-                continue
-            try:
-                out.append((ErrorCode.NONE, partition.delete_records_on_leader(offset)))
-            except KafkaError as e:
-                out.append((e.error_code, -1))
-        return out
+                results.append([self.not_hosted_error(topic, index), -1])
+            else:
+                try:
+                    required = partition.delete_records_on_leader(offset)
+                    results.append([ErrorCode.NONE, -1])
+                except KafkaError as e:
+                    results.append([e.error_code, -1])
+            wanted.append((topic, index, required))
+        op = DelayedDeleteRecords(timeout_ms, self, wanted, results)
+        keys = [(topic, index) for topic, index, required in wanted if required is not None]
+        if not keys:
+            op.force_complete()
+            return [tuple(r) for r in results]
+        if self.delete_records_purgatory.try_complete_else_watch(op, keys):
+            return [tuple(r) for r in results]
+        op.future = asyncio.get_running_loop().create_future()
+        return op.future
 
     # -- descriptions -------------------------------------------------------------------------------
     def log_dir_sizes(self) -> dict[str, dict[tuple[str, int], int]]:
