@@ -213,8 +213,9 @@ def test_api_versions_only_once(clock):
 
 
 def test_api_versions_of_unknown_version_is_answered_and_can_be_retried(clock):
+    """A future version is answered if its header parses (v3+: the flexible header, as a new client sends it)."""
     auth = authenticator(clock)
-    raw = bytearray(frame(18, 0, ApiVersionsRequest()))
+    raw = bytearray(frame(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")))
     raw[2:4] = (9).to_bytes(2, "big")
     out = auth.receive_frame(raw)
     assert [type(o) for o in out] == [SendBytes]
@@ -224,6 +225,14 @@ def test_api_versions_of_unknown_version_is_answered_and_can_be_retried(clock):
     assert auth.state is SaslState.HANDSHAKE
     assert decoded(auth.receive_frame(frame(18, 2, ApiVersionsRequest()))[0]).error_code == ErrorCode.NONE
     handshake(auth, "PLAIN")
+
+
+def test_api_versions_of_unknown_version_with_a_header_cut_short_closes(clock):
+    """As Kafka: a future ApiVersions whose header does not parse at that version's header version is closed."""
+    auth = authenticator(clock)
+    raw = bytearray(frame(18, 0, ApiVersionsRequest()))
+    raw[2:4] = (9).to_bytes(2, "big")
+    assert [type(o) for o in auth.receive_frame(raw)] == [Close]
 
 
 def test_requests_while_authenticating_get_illegal_sasl_state_where_possible(clock):
