@@ -18,9 +18,13 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference import LOG4J2  # noqa: E402  (root WARN to stderr, as the reference broker logs)
 
 ROOT = Path(__file__).resolve().parent.parent
 JAR_DIR = ROOT / ".cache" / "jvm" / "kafka"
@@ -57,17 +61,6 @@ JVM_FLAGS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSer
 # once); later runs map it (-XX:SharedArchiveFile), about halving their start. Kept in the ignored cache,
 # one directory per java version and jar set; KAFKA_TOOLS_CDS=0 turns it off.
 CDS_DIR = ROOT / ".cache" / "kafka-tools-cds"
-
-LOG4J2 = """\
-status = error
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
 
 _log_config: str | None = None
 
