@@ -22,10 +22,18 @@ STREAMS_SRC_DIR = ROOT / "interop" / "streams"
 CONNECT_JAR_DIR = CACHE / "jvm" / "connect"       # connect-runtime, connect-file, connect-json (maven.sh connect)
 
 
+# maven.sh resolves slf4j-simple 2.x beside slf4j-api 1.7 (kafka-clients' own), and 1.7 finds no 2.x binding:
+# every log line would be dropped. The Kafka distribution's slf4j-api 2.x, when there, goes first.
+SLF4J2_API = CACHE / "jvm" / "kafka" / "slf4j-api.jar"
+
+
 def _jars(directory: Path, required: str) -> str | None:
     if not (shutil.which("java") and (directory / required).is_file()):
         return None
-    return os.pathsep.join(sorted(glob.glob(str(directory / "*.jar"))))
+    jars = sorted(glob.glob(str(directory / "*.jar")))
+    if SLF4J2_API.is_file():
+        jars.insert(0, str(SLF4J2_API))
+    return os.pathsep.join(jars)
 
 
 def streams_classpath() -> str | None:
