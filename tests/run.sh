@@ -16,7 +16,8 @@ if [ $# -gt 0 ]; then
   exec python3 -m pytest -q "$@"
 fi
 
-JVM_AND_GO=(interop/test_spark.py interop/test_kafka_tools.py interop/test_go_clients.py)
+JVM_AND_GO=(interop/test_spark.py interop/test_kafka_tools.py interop/test_go_clients.py interop/test_kafka_streams.py
+            interop/test_kafka_connect.py)
 log="$(mktemp -d)/jvm-and-go.log"
 python3 -m pytest -q -rA -p no:cacheprovider "${JVM_AND_GO[@]}" >"$log" 2>&1 &
 side=$!
