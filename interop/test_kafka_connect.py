@@ -161,17 +161,21 @@ def test_connect_file_source_and_sink_survive_a_worker_kill(target):
         f.writelines(line + "\n" for line in lines[:LINES // 2])
     workers = [Worker(classpath, bootstrap, f"connect-{tag}", rf, f"{tag}-{n}") for n in range(2)]
 
+    last_error = [""]
+
     def wait(cond, what, among=workers):
         deadline = time.monotonic() + WAIT
         while True:
             try:
                 if cond():
                     return
-            except (OSError, ValueError, KeyError, IndexError):
-                pass                        # REST answers 409/404/500 while the group rebalances
+            except urllib.error.HTTPError as e:  # REST answers 409/404/500 while the group rebalances
+                last_error[0] = f"{e.code} {e.read()[:500]!r}"
+            except (OSError, ValueError, KeyError, IndexError) as e:
+                last_error[0] = repr(e)
             if time.monotonic() > deadline:
                 logs = "\n".join(f"--- worker {n}\n{w.log()}" for n, w in enumerate(workers))
-                raise AssertionError(f"timed out waiting for {what}; sink has {len(sink_lines(sink))} lines\n{logs}")
+                raise AssertionError(f"timed out waiting for {what} (last: {last_error[0]}); sink has {len(sink_lines(sink))} lines\n{logs}")
             for w in among:
                 assert w.proc.poll() is None, f"a worker exited with {w.proc.returncode}:\n{w.log()}"
             time.sleep(0.5)
