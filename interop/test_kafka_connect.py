@@ -203,6 +203,14 @@ def test_connect_file_source_and_sink_survive_a_worker_kill(target):
             victim = source_worker()
             return True
         wait(found, "the worker running the source task")
+        # the source's offset (its file position) flushed to the offset topic and read back: what a worker
+        # taking over resumes from. Without this wait the kill may land before the first flush.
+        first_half = os.path.getsize(source)
+
+        def flushed() -> bool:
+            offsets = workers[1].request("GET", f"/connectors/src-{tag}/offsets")["offsets"]
+            return any(o["offset"].get("position") == first_half for o in offsets)
+        wait(flushed, f"the source's flushed offset to reach {first_half}")
         workers[victim].kill()
         survivor = workers[1 - victim]
         with open(source, "a", encoding="utf-8") as f:
