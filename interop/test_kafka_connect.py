@@ -146,7 +146,7 @@ def is_subsequence(want: list[str], got: list[str]) -> bool:
     return all(line in it for line in want)
 
 
-def test_connect_file_source_and_sink_survive_a_worker_kill(target):
+def test_connect_distributed_file_source_and_sink_survive_a_worker_kill(target):
     bootstrap, rf = target
     classpath = jvm_apps.connect_classpath()
     tag = uuid.uuid4().hex[:6]
