@@ -146,7 +146,9 @@ def is_subsequence(want: list[str], got: list[str]) -> bool:
     return all(line in it for line in want)
 
 
-def test_connect_distributed_file_source_and_sink_survive_a_worker_kill(target):
+@pytest.mark.parametrize("task", ["source", "sink"])
+def test_connect_distributed_file_source_and_sink_survive_a_worker_kill(target, task):
+    """``task``: whose worker is killed, the source task's or the sink task's (both, when they share one)."""
     bootstrap, rf = target
     classpath = jvm_apps.connect_classpath()
     tag = uuid.uuid4().hex[:6]
@@ -193,24 +195,29 @@ def test_connect_distributed_file_source_and_sink_survive_a_worker_kill(target):
         wait(lambda: len(sink_lines(sink)) >= LINES // 2, "the first half in the sink file")
         assert sink_lines(sink) == lines[:LINES // 2], "without a failure the sink must be the source exactly"
 
-        def source_worker() -> int:
-            status = workers[1].request("GET", f"/connectors/src-{tag}/status")
+        name = f"src-{tag}" if task == "source" else f"sink-{tag}"
+
+        def task_worker() -> int:
+            status = workers[1].request("GET", f"/connectors/{name}/status")
             return next(n for n, w in enumerate(workers) if status["tasks"][0]["worker_id"].endswith(f":{w.port}"))
         victim = None
 
         def found() -> bool:
             nonlocal victim
-            victim = source_worker()
+            victim = task_worker()
             return True
-        wait(found, "the worker running the source task")
-        # the source's offset (its file position) flushed to the offset topic and read back: what a worker
-        # taking over resumes from. Without this wait the kill may land before the first flush.
+        wait(found, f"the worker running the {task} task")
+        # the task's position flushed (the source's file position in the offset topic, the sink's consumer
+        # offset in its group) and read back: what a worker taking over resumes from. Without this wait
+        # the kill may land before the first flush and everything is replayed.
         first_half = os.path.getsize(source)
 
         def flushed() -> bool:
-            offsets = workers[1].request("GET", f"/connectors/src-{tag}/offsets")["offsets"]
-            return any(o["offset"].get("position") == first_half for o in offsets)
-        wait(flushed, f"the source's flushed offset to reach {first_half}")
+            offsets = workers[1].request("GET", f"/connectors/{name}/offsets")["offsets"]
+            if task == "source":
+                return any(o["offset"].get("position") == first_half for o in offsets)
+            return any(o["offset"].get("kafka_offset") == LINES // 2 for o in offsets)
+        wait(flushed, f"the {task}'s flushed offset")
         workers[victim].kill()
         survivor = workers[1 - victim]
         with open(source, "a", encoding="utf-8") as f:
