@@ -35,9 +35,9 @@ declare -A SETS=(
     # the ZooKeeper-mode reference broker (Kafka 3.9 still had it), on Debian's ZooKeeper
     [kafka3]="org.apache.kafka:kafka_2.13:$KAFKA3 org.slf4j:slf4j-reload4j:1.7.36"
     # Kafka Streams and Kafka Connect 4.x
-    [streams]="org.apache.kafka:kafka-streams:$KAFKA org.slf4j:slf4j-simple:$SLF4J"
+    [streams]="org.apache.kafka:kafka-streams:$KAFKA org.slf4j:slf4j-api:$SLF4J org.slf4j:slf4j-simple:$SLF4J"
     [connect]="org.apache.kafka:connect-runtime:$KAFKA org.apache.kafka:connect-file:$CONNECT_FILE
-               org.apache.kafka:connect-json:$KAFKA org.slf4j:slf4j-simple:$SLF4J"
+               org.apache.kafka:connect-json:$KAFKA org.slf4j:slf4j-api:$SLF4J org.slf4j:slf4j-simple:$SLF4J"
     # Spark Structured Streaming's Kafka source and sink, as --packages would fetch them
     [spark]="org.apache.spark:spark-sql-kafka-0-10_2.13:$SPARK"
 )

@@ -2,10 +2,9 @@
 # The test command README gives: installs what the tests need on a fresh machine, then runs them.
 #   bash tests/run.sh [pytest args...]
 # Without arguments the whole suite runs as two pytest processes side by side: the JVM and Go
-# suites (Spark, Kafka's own tools, the Go clients, the conformance suite beside Apache Kafka, the
-# benchmark smoke runs with Kafka in them),
-# which mostly wait on their JVMs and brokers, and everything else. With arguments, one pytest
-# runs them as given.
+# suites (Spark, Kafka's own tools, the Go clients, Kafka Streams and Connect, the conformance
+# suite beside Apache Kafka, the benchmark smoke runs with Kafka in them), which mostly wait on
+# their JVMs and brokers, and everything else. With arguments, one pytest runs them as given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE            # the generated codecs are large: cache their bytecode
@@ -19,6 +18,7 @@ if [ $# -gt 0 ]; then
 fi
 
 JVM_AND_GO=(interop/test_spark.py interop/test_kafka_tools.py interop/test_go_clients.py
+            interop/test_kafka_streams.py interop/test_kafka_connect.py
             interop/test_conformance.py interop/test_conformance_groups.py interop/test_conformance_admin.py
             interop/test_conformance_cluster.py tests/test_bench_smoke.py tests/test_bench_scripts.py)
 log="$(mktemp -d)/jvm-and-go.log"
