@@ -152,8 +152,10 @@ def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float 
     if version is None:
         raise RuntimeError("Kafka 4.x is not resolved (run: bash interop/maven.sh kafka)")
     root = Path(tempfile.mkdtemp(prefix="reference-kafka-"))
-    ports = [peers.free_port() for _ in range(brokers)]
-    controller_ports = [peers.free_port() for _ in range(brokers)]
+    from kafka_compat.testing import free_ports
+
+    every = free_ports(2 * brokers)          # all distinct: each bound at once
+    ports, controller_ports = every[:brokers], every[brokers:]
     voters = ",".join(f"{i}@{peers.LOOPBACK}:{p}" for i, p in enumerate(controller_ports))
     cluster_id = _cluster_id()
     log_config = root / "log4j2.properties2"
@@ -196,7 +198,9 @@ def start_zookeeper_mode(brokers: int = 1, overrides: dict | None = None, timeou
         raise RuntimeError("Kafka 3.9 is not resolved (run: bash interop/maven.sh kafka3)")
     root = Path(tempfile.mkdtemp(prefix="reference-kafka3-"))
     zk = EmbeddedZooKeeper(data_dir=str(root / "zookeeper")).start()
-    ports = [peers.free_port() for _ in range(brokers)]
+    from kafka_compat.testing import free_ports
+
+    ports = free_ports(brokers)
     log_config = root / "log4j.properties"
     log_config.write_text(LOG4J1)
     ref = ReferenceKafka(version, "zookeeper", ports, root, zookeeper=zk)

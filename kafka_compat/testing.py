@@ -32,9 +32,20 @@ SLF4J_BINDING_JAR = "/usr/share/java/slf4j-simple.jar"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports nobody listens on now: each bound at once, so the OS cannot hand one out twice
+    (one port at a time can come back equal once its socket is closed)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _log_tail(path: str) -> str:
@@ -95,7 +106,8 @@ class EmbeddedBroker(_Started):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-")
         self.listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {"PLAINTEXT":
                                                                                               "PLAINTEXT"}).items()}
-        self.ports = {name: (port if i == 0 and port else free_port()) for i, name in enumerate(self.listeners)}
+        fresh = iter(p for p in free_ports(len(self.listeners) + 1) if p != port)
+        self.ports = {name: (port if i == 0 and port else next(fresh)) for i, name in enumerate(self.listeners)}
         self.port = next(iter(self.ports.values()))
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(self.data_dir, "broker.log")
