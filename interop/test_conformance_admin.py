@@ -125,6 +125,51 @@ def test_group_configs(pair):
     pair.check()
 
 
+CLIENT_METRICS, LIST_CONFIG_RESOURCES = 16, 74
+
+
+def test_client_metrics_configs_and_listing(pair):
+    """CLIENT_METRICS subscriptions (KIP-714): Kafka's refusals, one described before and after it is
+    set, and ListConfigResources of each type."""
+    from kafka_compat.protocol.messages import list_config_resources
+    R = describe_configs.DescribeConfigsRequest.DescribeConfigsResource
+    A = incremental_alter_configs.IncrementalAlterConfigsRequest
+    cases = {
+        "interval too short": ("interval.ms", 0, "50"),
+        "interval not a number": ("interval.ms", 0, "abc"),
+        "unknown": ("nope", 0, "1"),
+        "bad selector": ("match", 0, "bogus=1"),
+        "bad regex": ("match", 0, "client_id=["),
+        "no value": ("match", 0, "client_id"),
+        "append": ("metrics", 2, "a.b"),
+    }
+    for v in pair.versions(INCREMENTAL_ALTER_CONFIGS):
+        for what, (key, op, value) in cases.items():
+            pair.call(INCREMENTAL_ALTER_CONFIGS, v, A(resources=[A.AlterConfigsResource(
+                resource_type=CLIENT_METRICS, resource_name="conf-sub", configs=[A.AlterableConfig(
+                    name=key, config_operation=op, value=value)])], validate_only=True), f"client metrics {what}")
+    describe = describe_configs.DescribeConfigsRequest(resources=[
+        R(resource_type=CLIENT_METRICS, resource_name="conf-sub", configuration_keys=None),
+        R(resource_type=CLIENT_METRICS, resource_name="", configuration_keys=None)], include_synonyms=True)
+    pair.call(DESCRIBE_CONFIGS, 4, describe, "client metrics unset")
+    pair.call(INCREMENTAL_ALTER_CONFIGS, 1, A(resources=[A.AlterConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name="conf-sub", configs=[
+            A.AlterableConfig(name="metrics", config_operation=0, value="org.apache.kafka.producer."),
+            A.AlterableConfig(name="interval.ms", config_operation=0, value="1000")])], validate_only=False),
+        "client metrics set")
+    probe = describe_configs.DescribeConfigsRequest(resources=describe.resources[:1])
+    for side in ("ours", "kafka"):      # KRaft applies the change once its metadata record is published
+        until(lambda: pair.client(side).call(DESCRIBE_CONFIGS, 1, probe),
+              lambda r: any(e.value == "1000" for e in r.results[0].configs))
+    for v in pair.versions(DESCRIBE_CONFIGS):
+        pair.call(DESCRIBE_CONFIGS, v, describe, "client metrics set")
+    L = list_config_resources.ListConfigResourcesRequest
+    pair.call(LIST_CONFIG_RESOURCES, 0, L(), "v0: client metrics")
+    for types in ([CLIENT_METRICS], [BROKER], [99]):
+        pair.call(LIST_CONFIG_RESOURCES, 1, L(resource_types=types), f"types {types}")
+    pair.check()
+
+
 def test_cluster_queries(pair):
     create(pair, "conf-cq", partitions=2)
     for v in pair.versions(DESCRIBE_CLUSTER):

@@ -492,6 +492,58 @@ def test_kafka_configs_groups(target):
     assert described(text)["share.auto.offset.reset"] == ("earliest", "DYNAMIC_GROUP_CONFIG")
 
 
+def test_kafka_configs_client_metrics(target):
+    """A KIP-714 subscription made, listed (ListConfigResources), described and removed with kafka-configs."""
+    name = unique("sub")
+    entity = ("--bootstrap-server", target.bootstrap, "--entity-type", "client-metrics")
+    out = tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--add-config",
+               "metrics=[org.apache.kafka.producer.,org.apache.kafka.consumer.],interval.ms=1000")
+    assert out.stdout.strip() == f"Completed updating config for client-metric {name}."
+    text = tool("kafka-configs", *entity, "--describe").stdout        # every subscription: ListConfigResources
+    assert f"Dynamic configs for client-metric {name} are:" in text
+    assert described(text)["interval.ms"] == ("1000", "DYNAMIC_CLIENT_METRICS_CONFIG")
+    text = tool("kafka-configs", *entity, "--entity-name", name, "--describe").stdout
+    assert described(text)["metrics"] == ("org.apache.kafka.producer.,org.apache.kafka.consumer.",
+                                          "DYNAMIC_CLIENT_METRICS_CONFIG")
+    refused = tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--add-config", "interval.ms=5",
+                   expect=None)
+    assert refused.returncode != 0 and "interval must be between 100 and 3600000" in refused.stderr + refused.stdout
+    tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--delete-config", "metrics,interval.ms")
+    assert name not in tool("kafka-configs", *entity, "--describe").stdout
+
+
+def test_the_java_client_pushes_its_metrics_to_the_metrics_endpoint():
+    """kafka-producer-perf-test's producer (the Java client 4.4) is matched by a subscription, pushes its
+    metrics (KIP-714), and they show on /metrics under its client id and software name."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kafka_compat.testing import free_ports
+    port, = free_ports(1)
+    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{port}"}) as b:
+        tool("kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "client-metrics",
+             "--entity-name", "java", "--alter", "--add-config",
+             "metrics=org.apache.kafka.producer.,interval.ms=500,match=[client_id=java-telemetry]")
+        perf = kafka_tools.start("kafka-producer-perf-test", "--topic", "telemetry", "--num-records", 100000,
+                                 "--record-size", 100, "--throughput", 200, "--producer-props",
+                                 f"bootstrap.servers={b.bootstrap}", "client.id=java-telemetry")
+        found: dict = {}
+        try:
+            deadline = time.monotonic() + 90
+            while not found and time.monotonic() < deadline:
+                time.sleep(0.5)
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                found = {s.name: dict(s.labels) for f in text_string_to_metric_families(text) for s in f.samples
+                         if s.labels.get("client_id") == "java-telemetry"}
+        finally:
+            perf.terminate()
+            perf.wait(30)
+        assert found, "the Java client never pushed its metrics"
+        assert all(n.startswith("org_apache_kafka_producer_") for n in found), sorted(found)
+        assert {labels["client_software_name"] for labels in found.values()} == {"apache-kafka-java"}
+
+
 # ================================================================ kafka-console-producer, kafka-console-consumer
 
 def console_consume(target: Target, topic: str, count: int, *args) -> list[str]:

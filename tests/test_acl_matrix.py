@@ -74,6 +74,7 @@ from kafka_compat.protocol.messages.incremental_alter_configs import Incremental
 from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafka_compat.protocol.messages.join_group import JoinGroupRequest
 from kafka_compat.protocol.messages.leave_group import LeaveGroupRequest
+from kafka_compat.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from kafka_compat.protocol.messages.list_groups import ListGroupsRequest
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
 from kafka_compat.protocol.messages.list_transactions import ListTransactionsRequest
@@ -93,7 +94,7 @@ from kafka_compat.server.broker import advertised_api_versions
 
 E = ErrorCode
 DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 10, 11, 12
-NO_ACL_NEEDED = {17, 18, 36}         # SaslHandshake, ApiVersions, SaslAuthenticate
+NO_ACL_NEEDED = {17, 18, 36, 71, 72}     # SaslHandshake, ApiVersions, SaslAuthenticate; telemetry (as Kafka)
 CASES: dict[int, object] = {}
 
 
@@ -787,6 +788,16 @@ async def incremental_alter_configs(ctx: Ctx):
     await ctx.grant(ALTER_CONFIGS, "kafka-cluster", CLUSTER)
     assert [r.error_code for r in (await ctx.call(44, 1, body)).responses] == [0, 0]
     assert await retention(ctx, topic) == "7654321"
+
+
+@case(74)
+async def list_config_resources(ctx: Ctx):
+    body = ListConfigResourcesRequest(resource_types=[4])
+    r = await ctx.call(74, 1, body)
+    assert (r.error_code, r.config_resources) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE_CONFIGS, "kafka-cluster", CLUSTER)
+    r = await ctx.call(74, 1, body)
+    assert r.error_code == 0 and [(c.resource_type, c.resource_name) for c in r.config_resources] == [(4, "0")]
 
 
 # -- cluster -----------------------------------------------------------------------------------

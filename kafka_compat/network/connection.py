@@ -77,6 +77,7 @@ class Connection(asyncio.BufferedProtocol):
         self.paused = False
         self.task: asyncio.Task | None = None
         self.peer = None
+        self.client_software: tuple[str, str] | None = None    # (name, version) from ApiVersions v3+
         self.last_active = time.monotonic()
         self.busy = False               # an answer is being waited for: not idle, later frames queue
         self.answering = None           # the request answer() got to last

@@ -27,4 +27,7 @@ class ApiVersionsApi:
                                              and SOFTWARE_NAME_VERSION.fullmatch(body.client_software_version or "")):
             # as Kafka: INVALID_REQUEST and no table; the client tells its user what it sent
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
+        if request.api_version >= 3 and request.connection is not None:
+            # who the client says it is: client telemetry (KIP-714) matches subscriptions on it
+            request.connection.client_software = (body.client_software_name, body.client_software_version)
         return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=self.api_keys, throttle_time_ms=0)

@@ -68,8 +68,10 @@ from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
+from .client_metrics_manager import ClientMetricsManager
 from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers, desanitize
 from .client_quotas import ClientQuotasApi
+from .client_telemetry import ClientTelemetryApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
@@ -122,8 +124,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
-                   ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
-                   WriteTxnMarkersApi)
+                   ElectLeadersApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi, SaslApis, AclApis, ScramApis,
+                   TransactionsApi, WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
@@ -291,6 +293,9 @@ class Broker:
         self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
         self.dynamic_config.register_handler("ips", ip_config_handler(self.connection_quotas))
         self.group_configs = GroupConfigManager(cfg)
+        self.client_metrics = ClientMetricsManager(cfg["telemetry.max.bytes"])
+        self.dynamic_config.register_handler("client-metrics", lambda name, configs: (
+            self.client_metrics.update_subscription(desanitize(name), configs)))
         self.dynamic_config.register_handler("groups", lambda name, configs: self.group_configs.update(
             desanitize(name), configs))
         self.dynamic_config.broker_config.add_validator(
@@ -306,7 +311,8 @@ class Broker:
             broker_id=self.broker_id, request_channel=self.request_channel,
             broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
             socket_server=self.socket_server, group_coordinator=self.group_coordinator,
-            controller_metrics=self.controller_metrics, quotas=self.quotas, fetch_sessions=self.fetch_sessions))
+            controller_metrics=self.controller_metrics, quotas=self.quotas, fetch_sessions=self.fetch_sessions,
+            client_metrics=self.client_metrics))
         try:
             self.prometheus.start()
         except OSError as e:
@@ -596,7 +602,9 @@ class Broker:
             DescribeProducersApi(rm, cache, auth),
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
-            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs,
+                       self.client_metrics),
+            ClientTelemetryApi(self.client_metrics),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
             SaslApis(),
