@@ -158,6 +158,8 @@ KNOWN: list[tuple[str, str, str]] = [
         ("sasl.login.*", "SASL login modules are the JVM's: PLAIN and SCRAM need none", 30),
         ("sasl.client.callback.handler.class", "JVM callback classes have no equivalent here", 30),
         ("sasl.server.callback.handler.class", "JVM callback classes have no equivalent here", 30),
+        ("group.consumer.assignment.interval.ms", "read_only: Kafka 4.4 batches consumer-group assignment "
+         "updates at this interval and lets it change at runtime; ours assigns at each heartbeat", 30),
         ("principal.builder.class", "read_only: Kafka lets a listener change it at runtime", 30),
         ("sasl.mechanism.inter.broker.protocol", "read_only: Kafka lets a listener change it at runtime", 30),
         ("absent:*", "a Kafka 4 broker setting kafka-compat does not define yet", 30)]],
