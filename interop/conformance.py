@@ -123,7 +123,6 @@ KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
         (34, "AlterReplicaLogDirs", 35), (38, "CreateDelegationToken", 35), (39, "RenewDelegationToken", 35),
         (40, "ExpireDelegationToken", 35), (41, "DescribeDelegationToken", 35),
-        (45, "AlterPartitionReassignments on a single node", 35), (46, "ListPartitionReassignments on a single node", 35),
         (57, "UpdateFeatures", 31), (76, "ShareGroupHeartbeat", 34),
         (77, "ShareGroupDescribe", 34), (78, "ShareFetch", 34), (79, "ShareAcknowledge", 34),
         (83, "InitializeShareGroupState", 34), (84, "ReadShareGroupState", 34), (85, "WriteShareGroupState", 34),

@@ -170,6 +170,34 @@ def test_client_metrics_configs_and_listing(pair):
     pair.check()
 
 
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+
+
+def test_partition_reassignments(pair):
+    """Reassignments on a single node, as Kafka answers them for a one-broker cluster: the assignment a
+    partition has is accepted, every other refused with Kafka's reason, and nothing is ever in progress."""
+    from kafka_compat.protocol.messages import alter_partition_reassignments, list_partition_reassignments
+    create(pair, "conf-reassign", partitions=2)
+    A = alter_partition_reassignments.AlterPartitionReassignmentsRequest
+    cases = {"same": [(0, [0])], "other broker": [(0, [1])], "twice": [(0, [0, 0])], "empty": [(0, [])],
+             "cancel": [(0, None)], "missing partition": [(5, [0])], "two brokers": [(1, [0, 1])],
+             "negative": [(0, [-1])], "one partition twice": [(0, [0]), (0, [0])]}
+    for v in pair.versions(ALTER_PARTITION_REASSIGNMENTS):
+        for what, parts in cases.items():
+            pair.call(ALTER_PARTITION_REASSIGNMENTS, v, A(timeout_ms=5000, topics=[A.ReassignableTopic(
+                name="conf-reassign", partitions=[A.ReassignablePartition(partition_index=p, replicas=r)
+                                                  for p, r in parts])]), what)
+        pair.call(ALTER_PARTITION_REASSIGNMENTS, v, A(timeout_ms=5000, topics=[A.ReassignableTopic(
+            name="conf-reassign-missing", partitions=[A.ReassignablePartition(partition_index=0, replicas=[0])])]),
+            "missing topic")
+    L = list_partition_reassignments.ListPartitionReassignmentsRequest
+    pair.call(LIST_PARTITION_REASSIGNMENTS, 0, L(timeout_ms=5000, topics=None), "all")
+    pair.call(LIST_PARTITION_REASSIGNMENTS, 0, L(timeout_ms=5000, topics=[
+        L.ListPartitionReassignmentsTopics(name="conf-reassign", partition_indexes=[0, 9]),
+        L.ListPartitionReassignmentsTopics(name="conf-reassign-missing", partition_indexes=[0])]), "named")
+    pair.check()
+
+
 def test_cluster_queries(pair):
     create(pair, "conf-cq", partitions=2)
     for v in pair.versions(DESCRIBE_CLUSTER):

@@ -45,6 +45,7 @@ from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnReq
 from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
+from kafka_compat.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -77,6 +78,7 @@ from kafka_compat.protocol.messages.leave_group import LeaveGroupRequest
 from kafka_compat.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from kafka_compat.protocol.messages.list_groups import ListGroupsRequest
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
+from kafka_compat.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.list_transactions import ListTransactionsRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.offset_commit import OffsetCommitRequest
@@ -798,6 +800,28 @@ async def list_config_resources(ctx: Ctx):
     await ctx.grant(DESCRIBE_CONFIGS, "kafka-cluster", CLUSTER)
     r = await ctx.call(74, 1, body)
     assert r.error_code == 0 and [(c.resource_type, c.resource_name) for c in r.config_resources] == [(4, "0")]
+
+
+@case(45)
+async def alter_partition_reassignments(ctx: Ctx):
+    topic = await ctx.topic()
+    A = AlterPartitionReassignmentsRequest
+    body = A(timeout_ms=5000, topics=[A.ReassignableTopic(name=topic, partitions=[
+        A.ReassignablePartition(partition_index=0, replicas=[0])])])
+    r = await ctx.call(45, 1, body)
+    assert (r.error_code, r.responses) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(45, 1, body)
+    assert r.error_code == 0 and [p.error_code for t in r.responses for p in t.partitions] == [0]
+
+
+@case(46)
+async def list_partition_reassignments(ctx: Ctx):
+    body = ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None)
+    r = await ctx.call(46, 0, body)
+    assert (r.error_code, r.topics) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, "kafka-cluster", CLUSTER)
+    assert (await ctx.call(46, 0, body)).error_code == 0
 
 
 # -- cluster -----------------------------------------------------------------------------------

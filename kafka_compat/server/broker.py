@@ -93,6 +93,7 @@ from .groups import GroupsApi
 from .init_producer_id import InitProducerIdApi
 from .kafka_apis import KafkaApis, supported_versions
 from .local_controller import LocalController
+from .local_reassignments import LocalReassignmentsApi
 from .log_dir_failure_channel import LogDirFailureChannel
 from .metadata import MetadataApi
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
@@ -124,8 +125,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
-                   ElectLeadersApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi, SaslApis, AclApis, ScramApis,
-                   TransactionsApi, WriteTxnMarkersApi)
+                   ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
@@ -602,6 +603,7 @@ class Broker:
             DescribeProducersApi(rm, cache, auth),
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
+            LocalReassignmentsApi(cache, auth),
             ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs,
                        self.client_metrics),
             ClientTelemetryApi(self.client_metrics),
