@@ -488,7 +488,8 @@ class Broker:
         # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
-            self.feature_manager.controller = self.zk_controller
+            # UpdateFeatures goes to the KafkaController the service runs (as the admin manager's topic changes)
+            self.feature_manager.controller = getattr(self.zk_controller, "controller", None)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)
                            if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
         if hasattr(self.controller, "startup"):
