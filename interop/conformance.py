@@ -77,6 +77,10 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("ApiVersions@cluster", "api_keys[*].max_version",
      "Kafka 3.9 is older than the Kafka 4.3 whose versions we serve; the highest version both accept is compared"),
     ("ApiVersions@cluster", "api_keys[*].*", "an API one release has and the other not (Kafka 3.9 against 4.3)"),
+    *[("ApiVersions@cluster", f"{field}[*].*",
+       "Kafka 3.9's ZooKeeper-mode brokers advertise and finalize no feature (metadata.version and the others are "
+       "KRaft's there); ours advertise Kafka 4's, which Kafka 4 clients choose their protocols by")
+      for field in ("supported_features", "finalized_features")],
     ("*", "controller_id", "KRaft's controller is a quorum node that clients never reach; ours is a broker"),
     ("*", "*configs[min.insync.replicas].*",
      "Kafka 4's storage format writes min.insync.replicas as a cluster default (ELR, KIP-966)"),
