@@ -181,3 +181,14 @@ def test_a_damaged_file_is_refused(tmp_path):
     (tmp_path / ft.FEATURES_FILE).write_text('{"version": 2, "features": {"group.version": {}}}')
     with pytest.raises(ValueError, match="damaged"):
         ft.LocalFeatureStore(str(tmp_path)).read()
+
+
+def test_levels_this_broker_cannot_serve_refuse_the_start(tmp_path):
+    """As Kafka's broker with incompatible finalized features: a clear refusal, never a silent run."""
+    ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "transaction.version": 2}, 7)
+    manager = ft.LocalFeatureManager(ft.LocalFeatureStore(str(tmp_path)), ft.FeatureCache(), 0)
+    with pytest.raises(ValueError, match=r"transaction.version.: 2.*does not support.*0-1"):
+        manager.startup()
+    ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "some.future.version": 3}, 8)
+    manager.startup()                  # a feature it does not know is not its to refuse
+    assert manager.cache.current == ft.FinalizedFeatures({"metadata.version": 30, "some.future.version": 3}, 8)

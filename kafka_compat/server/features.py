@@ -94,6 +94,12 @@ def finalized_levels(stored: Mapping[str, int] | None) -> dict[str, int]:
     return {name: level for name, level in stored.items() if level}
 
 
+def incompatible(levels: Mapping[str, int]) -> dict[str, int]:
+    """The finalized levels this broker cannot serve (Kafka's BrokerFeatures.incompatibleFeatures): a level
+    outside its supported range; a feature it does not know at all is left to the broker that set it."""
+    return {n: v for n, v in levels.items() if n in SUPPORTED and not SUPPORTED[n].min <= v <= SUPPORTED[n].max}
+
+
 class FinalizedFeatures(NamedTuple):
     """Finalized levels (each above 0) and their epoch (-1: nothing finalized yet, the defaults apply)."""
     levels: Mapping[str, int]
@@ -129,8 +135,7 @@ class FeatureCache:
         if epoch != -1 and epoch < self.current.epoch:
             return
         new = FinalizedFeatures(finalized_levels(stored), epoch)
-        unsupported = {n: v for n, v in new.levels.items() if n in SUPPORTED and not
-                       SUPPORTED[n].min <= v <= SUPPORTED[n].max}
+        unsupported = incompatible(new.levels)
         if unsupported:
             # Kafka's broker exits on an incompatible finalized feature; we go on with what it says, loudly
             log.error("finalized features %s are outside what this broker supports (%s)", unsupported,
@@ -279,6 +284,11 @@ class LocalFeatureManager:
         if levels is None:
             levels, epoch = dict(DEFAULTS), 0
             self.store.write(levels, epoch)
+        unsupported = incompatible(levels)
+        if unsupported:     # as Kafka's broker, which will not run with features it cannot serve
+            raise ValueError(f"{self.store.path} finalizes {unsupported}, which this broker does not support "
+                             f"({ {n: str(SUPPORTED[n]) for n in unsupported} }); downgrade them with the broker "
+                             f"that finalized them first")
         self.cache.update(levels, epoch)
 
     async def update_features(self, updates: list[tuple[str, int, int]], validate_only: bool) -> None:
