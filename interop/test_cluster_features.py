@@ -8,6 +8,7 @@ takes further updates, and a broker started again reads them.
 """
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -49,7 +50,6 @@ def update(broker, feature: str, level: int, kind: int, validate_only: bool = Fa
 
 
 def feature_znode(cluster) -> tuple[dict | None, int]:
-    import json
     try:
         data, stat = cluster.zk.get("/feature")
     except Exception:
@@ -82,6 +82,13 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
     assert node == {"version": 2, "status": 1,
                     "features": {name: {"max_version_level": level} for name, level in DEFAULTS.items()}}
     every_broker_shows(cluster, (epoch, DEFAULTS))
+    for i in range(3):      # each broker registers what it supports; the controller checks updates against it
+        registered = json.loads(cluster.zk.get(f"/brokers/ids/{i}")[0])["features"]
+        assert registered == {"metadata.version": {"min_version": 7, "max_version": 30},
+                              "transaction.version": {"min_version": 0, "max_version": 1},
+                              "group.version": {"min_version": 0, "max_version": 1},
+                              "share.version": {"min_version": 0, "max_version": 0},
+                              "streams.version": {"min_version": 0, "max_version": 0}}
 
     controller = cluster.controller()
     other = next(i for i in range(3) if i != controller)
