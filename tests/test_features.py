@@ -192,3 +192,24 @@ def test_levels_this_broker_cannot_serve_refuse_the_start(tmp_path):
     ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "some.future.version": 3}, 8)
     manager.startup()                  # a feature it does not know is not its to refuse
     assert manager.cache.current == ft.FinalizedFeatures({"metadata.version": 30, "some.future.version": 3}, 8)
+
+
+def test_the_feature_znode_watch():
+    """What a broker makes of /feature (zk_features, without ZooKeeper): the levels at the znode's version;
+    absent: the defaults; disabled: nothing finalized; unreadable: kept as it was, loudly."""
+    from types import SimpleNamespace
+
+    from kafka_compat.server.zk_features import ZkFeatureManager
+    cache = ft.FeatureCache()
+    watch = ZkFeatureManager(None, cache)._changed
+    watch("/feature", b'{"version":2,"status":1,"features":{"group.version":{"max_version_level":1}}}',
+          SimpleNamespace(version=3))
+    assert cache.current == ft.FinalizedFeatures({"group.version": 1}, 3)
+    watch("/feature", b'{"version":2,"status":1,"features":{"group.version":{"max_version_level":0}}}',
+          SimpleNamespace(version=4))
+    assert cache.current == ft.FinalizedFeatures({"group.version": 1}, 3)      # Kafka refuses a level below 1
+    watch("/feature", b'{"version":2,"status":0,"features":{"group.version":{"max_version_level":1}}}',
+          SimpleNamespace(version=5))
+    assert cache.current == ft.FinalizedFeatures({}, 5)
+    watch("/feature", None, None)
+    assert cache.current == ft.FinalizedFeatures(ft.finalized_levels(None), -1)
