@@ -88,6 +88,7 @@ from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLead
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
 from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafka_compat.protocol.primitives import ZERO_UUID
 from kafka_compat.protocol.records import batches, build_batch
@@ -963,6 +964,20 @@ async def alter_client_quotas(ctx: Ctx):
     await ctx.grant(ALTER_CONFIGS, "kafka-cluster", CLUSTER)
     assert [e.error_code for e in (await ctx.call(49, 1, body)).entries] == [0]
     assert await quotas() == [[("producer_byte_rate", 4096.0)]]
+
+
+@case(57)
+async def update_features(ctx: Ctx):
+    """ALTER on the cluster; DESCRIBE is not enough. (Validate-only, so the broker's levels stay as they are.)"""
+    body = UpdateFeaturesRequest(timeout_ms=5000, validate_only=True, feature_updates=[
+        UpdateFeaturesRequest.FeatureUpdateKey(feature="group.version", max_version_level=0, upgrade_type=2)])
+    r = await ctx.call(57, 1, body)
+    assert (r.error_code, r.results) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, "kafka-cluster", CLUSTER)
+    assert (await ctx.call(57, 1, body)).error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(57, 1, body)
+    assert (r.error_code, [x.feature for x in r.results]) == (0, ["group.version"])
 
 
 # -- the table is complete, and each case holds -------------------------------------------------

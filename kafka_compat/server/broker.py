@@ -86,6 +86,7 @@ from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
+from .features import SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
 from .fetch import FetchApi
 from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
@@ -110,8 +111,10 @@ from .scram_apis import ScramApis
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
+from .update_features import UpdateFeaturesApi
 from .write_txn_markers import WriteTxnMarkersApi
 from .zk_config_manager import ZkConfigManager
+from .zk_features import ZkFeatureManager
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
 
@@ -126,7 +129,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
-                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
@@ -217,6 +220,8 @@ class Broker:
         self.dynamic_config: DynamicConfigManager | None = None
         self.connection_quotas: ConnectionQuotas | None = None
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        self.features = FeatureCache()          # the finalized feature levels (KIP-584) this broker acts on
+        self.feature_manager: LocalFeatureManager | ZkFeatureManager | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -363,6 +368,11 @@ class Broker:
     async def _start_single_node(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
         self.cluster_id = self._prepare_dirs()
+        self.feature_manager = LocalFeatureManager(LocalFeatureStore(self.log_dirs[0]), self.features, self.broker_id)
+        try:
+            await asyncio.to_thread(self.feature_manager.startup)
+        except (OSError, ValueError) as e:
+            raise BrokerStartError(f"cannot load the finalized features: {e}") from e
         await asyncio.to_thread(self._security)            # the stores may read files: off the event loop
         await self._start_dynamic_config(None)
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
@@ -423,6 +433,8 @@ class Broker:
             await asyncio.to_thread(self.zk_client.start)
             await asyncio.to_thread(self.zk_client.create_top_level_paths)
             self.cluster_id = await asyncio.to_thread(self._cluster_id)
+            self.feature_manager = ZkFeatureManager(self.zk_client, self.features)
+            await asyncio.to_thread(self.feature_manager.startup)      # follows /feature from now on
             if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
                 self.security_stores = zk_security_stores(self.zk_client, self.config_manager)
             await asyncio.to_thread(self._security)
@@ -487,6 +499,8 @@ class Broker:
         # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
+            # UpdateFeatures goes to the KafkaController the service runs (as the admin manager's topic changes)
+            self.feature_manager.controller = getattr(self.zk_controller, "controller", None)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)
                            if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
         if hasattr(self.controller, "startup"):
@@ -584,7 +598,7 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
-            ApiVersionsApi(advertised_api_versions(cfg)),
+            ApiVersionsApi(advertised_api_versions(cfg), self.features),
             ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),
@@ -608,12 +622,13 @@ class Broker:
                        self.client_metrics),
             ClientTelemetryApi(self.client_metrics),
             ClientQuotasApi(self.dynamic_config, auth),
-            ConsumerGroupsApi(self.group_coordinator, cache, auth),
+            ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
             TransactionsApi(self.txn_coordinator, cache, auth),
             self.txn_marker_writer,
+            UpdateFeaturesApi(self.feature_manager, auth),
         ]
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
@@ -637,6 +652,8 @@ class Broker:
             self.registration.close()
         if self.config_manager is not None:
             self.config_manager.shutdown()
+        if isinstance(self.feature_manager, ZkFeatureManager):
+            self.feature_manager.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.txn_coordinator is not None:
@@ -695,7 +712,8 @@ class Broker:
         info = self._broker_info()
         endpoints = tuple(EndPoint(e.listener, e.host, e.port, SecurityProtocol(e.security_protocol))
                           for e in info.endpoints)
-        return zd.BrokerInfo(self.broker_id, endpoints, info.rack)
+        return zd.BrokerInfo(self.broker_id, endpoints, info.rack,
+                             features={n: zd.VersionRange(r.min, r.max) for n, r in SUPPORTED.items()})
 
     def _zk_producer_id_block(self) -> tuple[int, int]:
         block = self.zk_client.allocate_producer_id_block(self.broker_id)
