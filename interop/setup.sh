@@ -60,8 +60,10 @@ have="$("$SPARK35_VENV/bin/python" -c 'import importlib.metadata as m; print(m.v
 if [ "$have" != "$SPARK35_PYSPARK" ]; then
     say "venv $SPARK35_VENV: pip install pyspark==$SPARK35_PYSPARK"
     rm -rf "$SPARK35_VENV"
-    "$PYTHON" -m venv "$SPARK35_VENV"
-    "$SPARK35_VENV/bin/python" -m pip install -q "pyspark==$SPARK35_PYSPARK"
+    # without a pip of its own (Debian's python3 has no ensurepip unless python3-venv is installed):
+    # this python's pip installs into it
+    "$PYTHON" -m venv --without-pip "$SPARK35_VENV"
+    "$PYTHON" -m pip --python "$SPARK35_VENV/bin/python" install -q "pyspark==$SPARK35_PYSPARK"
 fi
 
 # --- Maven Central: the Java clients, the reference broker and its tools, Streams, Connect, Spark's connector ---

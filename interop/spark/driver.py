@@ -30,6 +30,7 @@ import pipeline
 COLUMNS = ("topic", "partition", "offset", "CAST(value AS STRING) AS value")
 ROW_SCHEMA = "topic STRING, partition INT, offset LONG, value STRING"
 _names = itertools.count()
+ERROR_LINES = 30                # of an error's text the answer keeps
 
 
 def _reader(spark, bootstrap: str, options: dict, stream: bool = False):
@@ -100,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
                 if op is None:
                     raise ValueError(f"unknown op in {line.strip()}")
                 answer = {"ok": op(spark, **request)}
-            except Exception as e:      # the test sees what failed, and the session goes on
-                answer = {"error": f"{type(e).__name__}: {e}"}
+            except Exception as e:      # the test sees what failed (not the whole JVM stack), and the session goes on
+                answer = {"error": "\n".join(f"{type(e).__name__}: {e}".splitlines()[:ERROR_LINES])}
             reply.write(json.dumps(answer) + "\n")
     finally:
         spark.stop()
