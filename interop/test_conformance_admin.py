@@ -202,6 +202,29 @@ def test_partition_reassignments(pair):
     pair.check()
 
 
+def test_delegation_tokens_over_plaintext(pair):
+    """Token requests over a PLAINTEXT listener: refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) with the
+    fields Kafka fills in. (Token logins are tested over SASL in tests/test_delegation_tokens.py.)"""
+    from kafka_compat.protocol.messages import (
+        create_delegation_token,
+        describe_delegation_token,
+        expire_delegation_token,
+        renew_delegation_token,
+    )
+    C = create_delegation_token.CreateDelegationTokenRequest
+    for v in pair.versions(38):
+        pair.call(38, v, C(owner_principal_type=None, owner_principal_name=None, renewers=[
+            C.CreatableRenewers(principal_type="User", principal_name="bob")], max_lifetime_ms=-1), "create")
+    for v in pair.versions(39):
+        pair.call(39, v, renew_delegation_token.RenewDelegationTokenRequest(hmac=b"x", renew_period_ms=1), "renew")
+    for v in pair.versions(40):
+        pair.call(40, v, expire_delegation_token.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=-1),
+                  "expire")
+    for v in pair.versions(41):
+        pair.call(41, v, describe_delegation_token.DescribeDelegationTokenRequest(owners=None), "describe")
+    pair.check()
+
+
 def test_cluster_queries(pair):
     create(pair, "conf-cq", partitions=2)
     for v in pair.versions(DESCRIBE_CLUSTER):

@@ -317,6 +317,15 @@ BROKER_CONFIG_DEF = (
             "Smallest consumer.assignment.interval.ms a group may set.")
     .define("group.consumer.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
             "Largest consumer.assignment.interval.ms a group may set.")
+    # delegation tokens (KIP-48): off until a secret is set
+    .define("delegation.token.secret.key", PASSWORD, None, None, MEDIUM,
+            "Key of the tokens' HMACs, alike on every broker (also read as delegation.token.master.key).")
+    .define("delegation.token.max.lifetime.ms", LONG, 7 * 24 * 3600 * 1000, at_least(1), MEDIUM,
+            "Longest a token may live, renewals included.")
+    .define("delegation.token.expiry.time.ms", LONG, 24 * 3600 * 1000, at_least(1), MEDIUM,
+            "How long a token lives before it must be renewed, when the request names no period.")
+    .define("delegation.token.expiry.check.interval.ms", LONG, 3600 * 1000, at_least(1), LOW,
+            "How often expired tokens are removed.")
     .define("telemetry.max.bytes", INT, 1024 * 1024, at_least(1), MEDIUM,
             "Largest client telemetry push (KIP-714) the broker accepts, compressed or not.")
     # share groups (KIP-932): the defaults and the bounds of each group's share.* configs
