@@ -97,6 +97,8 @@ ALLOWED: list[tuple[str, str, str]] = [
      "KRaft needs a CONTROLLER listener in the map; ZooKeeper mode has none"),
     ("DescribeConfigs", "results[*].configs[log.dirs].*value", "each broker's own directory"),
     ("DescribeLogDirs", "results[*].log_dir", "each broker's own directory"),
+    ("DescribeLogDirs", "results[*].usable_bytes", "the free space of the disk both brokers share changes between "
+                                                   "the two calls, as either writes"),
     *[("DescribeConfigs", f"results[*].configs[{name}].*", "a KRaft quorum setting; our cluster is ZooKeeper's")
       for name in ("process.roles", "controller.listener.names", "controller.quorum.*", "metadata.*",
                    "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
@@ -164,11 +166,6 @@ KNOWN: list[tuple[str, str, str]] = [
         ("num.replica.alter.log.dirs.threads", "moving replicas between log dirs is not built yet", 35),
         ("alter.log.dirs.replication.quota.*", "moving replicas between log dirs is not built yet", 35),
         ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),
-        ("sasl.oauthbearer.*", "OAUTHBEARER is served with the unsecured JWT validator; the JWKS and token-endpoint settings are not defined", 30),
-        ("sasl.kerberos.*", "GSSAPI is not served: PLAIN and SCRAM are", 30),
-        ("sasl.login.*", "SASL login modules are the JVM's: PLAIN and SCRAM need none", 30),
-        ("sasl.client.callback.handler.class", "JVM callback classes have no equivalent here", 30),
-        ("sasl.server.callback.handler.class", "JVM callback classes have no equivalent here", 30),
         ("group.consumer.assignment.interval.ms", "read_only: Kafka 4.4 batches consumer-group assignment "
          "updates at this interval and lets it change at runtime; ours assigns at each heartbeat", 30),
         ("principal.builder.class", "read_only: Kafka lets a listener change it at runtime", 30),

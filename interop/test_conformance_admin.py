@@ -361,11 +361,20 @@ def test_update_features(pair):
     H = consumer_group_heartbeat.ConsumerGroupHeartbeatRequest
     heartbeat = H(group_id="conf-features", member_id="conf-features-member", member_epoch=0,
                   rebalance_timeout_ms=30000, subscribed_topic_names=["conf-features"], topic_partitions=[])
+    def finalized(level: int) -> None:
+        """Both sides advertise group.version at `level` (KRaft publishes the change a moment later)."""
+        for side in ("ours", "kafka"):
+            until(lambda: pair.client(side).call(API_VERSIONS, 4, hello),
+                  lambda r: {f.name: f.max_version_level for f in r.finalized_features}.get("group.version", 0)
+                  == level)
+
     try:
         pair.call(UPDATE_FEATURES, 1, _feature_updates(("group.version", 0, SAFE), validate_only=False), "downgrade")
+        finalized(0)
         pair.call(API_VERSIONS, 4, hello, "group.version at 0")
         pair.call(CONSUMER_GROUP_HEARTBEAT, 0, heartbeat, "group.version at 0")
     finally:
         pair.call(UPDATE_FEATURES, 2, _feature_updates(("group.version", 1, UPGRADE), validate_only=False), "upgrade")
+    finalized(1)
     pair.call(API_VERSIONS, 4, hello, "group.version at 1")
     pair.check()
