@@ -277,6 +277,7 @@ class ReplicaManager:
         errors = {}
         for index, state in states.items():
             partition = self.partitions.get((topic, index))
+            created = partition is None
             if partition is None:
                 if self.broker_id not in state.replicas:
                     errors[index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -292,10 +293,26 @@ class ReplicaManager:
             elif state.leader_epoch < partition.leader_epoch:
                 errors[index] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
-            if state.leader == self.broker_id:
-                partition.make_leader(state)
-            else:
-                partition.make_follower(state)
+            try:
+                if state.leader == self.broker_id:
+                    partition.make_leader(state)
+                else:
+                    partition.make_follower(state)
+            except OSError as e:
+                # the leader-epoch checkpoint could not be written (no disk, no inodes): as a log that could
+                # not be made, KAFKA_STORAGE_ERROR, and a partition made just now is not kept
+                message = f"cannot create the log of {topic}-{index}: {e.strerror or e}"
+                log.error("%s", message)
+                errors[index] = ErrorCode.KAFKA_STORAGE_ERROR
+                if messages is not None:
+                    messages[index] = message
+                if created:
+                    self.partitions.pop((topic, index), None)
+                    try:
+                        self.log_manager.delete_log(topic, index)
+                    except OSError as gone:
+                        log.error("cannot remove the log of %s-%d: %s", topic, index, gone)
+                continue
             errors[index] = ErrorCode.NONE
             self._complete_delayed(partition.key)
         return errors
