@@ -40,9 +40,10 @@ from kafka_compat.protocol.records import (
     control_record_type,
 )
 
+from ..clock import now_ms
 from . import checkpoint
 from .index import INT32_MAX
-from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
+from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)

@@ -23,13 +23,14 @@ from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import batches as record_views
 
+from ..clock import now_ms
 from .fetch_data_info import COPY_BELOW_BYTES, FetchDataInfo, FetchResult, FileSlice
 from .index import INT32_MAX
 from .loader import load
 from .log_config import LogConfig
 from .log_offset_metadata import LogOffsetMetadata
 from .scheduler import Scheduler, default_scheduler
-from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
+from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 _new = tuple.__new__

@@ -24,12 +24,12 @@ from typing import Callable
 
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 
+from ..clock import now_ms
 from . import checkpoint
 from .cleaner import LogCleaner
 from .log_config import LogConfig
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .scheduler import Scheduler
-from .segment import now_ms
 from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)

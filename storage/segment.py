@@ -11,7 +11,6 @@ import logging
 import os
 import struct
 import threading
-import time
 
 from kafka_compat.protocol.batch_header import (
     CONTROL_FLAG_MASK,
@@ -25,6 +24,7 @@ from kafka_compat.protocol.batch_header import (
     parse_header,
 )
 
+from ..clock import now_ms
 from . import checkpoint
 from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header
@@ -66,9 +66,6 @@ def segment_paths(directory: str, base_offset: int, suffix: str = "") -> tuple[s
 def txn_index_path(directory: str, base_offset: int, suffix: str = "") -> str:
     return os.path.join(directory, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX + suffix
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 #: attributes a segment loaded with ``lazy=True`` computes at their first read, and the method

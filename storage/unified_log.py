@@ -51,6 +51,7 @@ from kafka_compat.protocol.records import (
     split_batches,
 )
 
+from ..clock import now_ms
 from .fetch_data_info import FetchDataInfo, FetchIsolation, FetchResult, FileSlice  # noqa: F401  (contract)
 from .leader_epoch_cache import LeaderEpochFileCache
 from .local_log import (  # noqa: F401  (contract)
@@ -70,7 +71,7 @@ from .producer_state import (
     ProducerStateManager,
 )
 from .scheduler import Scheduler
-from .segment import LogSegment, now_ms
+from .segment import LogSegment
 from .transaction_index import AbortedTxn  # noqa: F401  (contract)
 from .validator import CLIENT, REPLICATION, validate_and_assign
 

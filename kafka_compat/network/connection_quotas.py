@@ -20,8 +20,8 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import time
 
+from ..clock import monotonic_ms
 from ..metrics.stats import SampledStat
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,6 @@ def address_of(host: str) -> str:
         return host
 
 
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
 
 def normalize_ip(ip: str) -> str:
     """One spelling per address (an IPv4-mapped IPv6 peer is its IPv4 address), so quotas and counts agree.
@@ -102,7 +99,7 @@ class RateQuota:
 class ConnectionQuotas:
     def __init__(self, max_connections: int = UNLIMITED, max_per_ip: int = UNLIMITED,
                  per_ip_overrides: dict[str, int] | None = None, *, max_connection_rate: int = UNLIMITED,
-                 samples: int = 11, window_seconds: int = 1, clock=now_ms):
+                 samples: int = 11, window_seconds: int = 1, clock=monotonic_ms):
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.overrides = dict(per_ip_overrides or {})

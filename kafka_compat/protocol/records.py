@@ -58,7 +58,6 @@ Errors: every malformed input raises CorruptRecordError(message, position). Its
 from __future__ import annotations
 
 import struct
-import time
 import zlib
 from typing import Iterable, Iterator, NamedTuple
 
@@ -97,6 +96,7 @@ __all__ = [
 
 # --- layout: batch_header.py holds it (Kafka's names) ---------------------------------
 
+from ..clock import now_ms
 from .batch_header import (  # noqa: E402,F401  (re-exported: the views' callers use these names)
     ATTRIBUTES_OFFSET,
     BASE_SEQUENCE_OFFSET,
@@ -670,9 +670,6 @@ def end_transaction_marker(value) -> tuple[int, int]:
 # --- builders ---------------------------------------------------------------------
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 def _normalize(item) -> tuple:
     """(key, value, headers, timestamp) from a tuple or a record-like object."""
@@ -730,7 +727,7 @@ def build_batch(records: Iterable, *, base_offset: int = 0, compression: int = N
     for item in items:
         ts = item[3]
         if ts is None:
-            now = _now_ms() if now is None else now
+            now = now_ms() if now is None else now
             ts = now
         timestamps.append(ts)
     deltas = list(range(len(items))) if offset_deltas is None else list(offset_deltas)
@@ -815,7 +812,7 @@ def build_legacy_message_set(records: Iterable, *, magic: int, compression: int 
     if any(item[2] for item in items):
         raise ValueError("record headers need magic 2")
     type_bit = TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0
-    now = _now_ms()
+    now = now_ms()
     timestamps = [NO_TIMESTAMP if magic == 0 else (now if ts is None else ts)
                   for _k, _v, _h, ts in items]
     inner_relative = compression != NONE and magic == 1

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Callable, Iterable, Mapping
 from urllib.parse import quote, unquote
 
+from ..clock import now_ms
 from ..server.zk_config_manager import ZkConfigManager
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
@@ -146,7 +146,7 @@ class ZkAclStore:
         """Call `on_change(patterns)` (on the listener's thread) with the resources other brokers changed."""
         def process() -> None:
             changed = set()
-            now = time.time() * 1000
+            now = now_ms()
             for extended in (False, True):
                 for seq, rtype, name, ptype in self.zk.get_acl_change_notifications(extended, self._last[extended]):
                     changed.add(ResourcePattern(ResourceType.from_name(rtype), name, PatternType.from_name(ptype)))

@@ -26,6 +26,7 @@ import time
 from typing import NamedTuple
 from urllib.parse import unquote_plus
 
+from ..clock import monotonic_ms
 from ..metrics.stats import SampledStat
 
 log = logging.getLogger(__name__)
@@ -47,9 +48,6 @@ NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
 # which kinds of quota entities have ever been configured (Kafka's QuotaTypes)
 NO_QUOTAS, CLIENT_ID_QUOTAS, USER_QUOTAS, USER_CLIENT_ID_QUOTAS = 0, 1, 2, 4
 
-
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 def sanitize(name: str) -> str:
@@ -116,7 +114,7 @@ class ClientQuotaManager:
 
     metric_name = "byte-rate"
 
-    def __init__(self, quota_type: str, *, samples: int = 11, window_seconds: int = 1, clock=now_ms):
+    def __init__(self, quota_type: str, *, samples: int = 11, window_seconds: int = 1, clock=monotonic_ms):
         self.quota_type = quota_type
         self.samples = samples
         self.window_ms = window_seconds * 1000
@@ -281,7 +279,7 @@ class QuotaManagers:
     what it mutated (for the metrics); its token buckets are controller_mutation_quota.py's."""
 
     def __init__(self, *, samples: int = 11, window_seconds: int = 1, controller_samples: int = 11,
-                 controller_window_seconds: int = 1, clock=now_ms):
+                 controller_window_seconds: int = 1, clock=monotonic_ms):
         self.produce = ClientQuotaManager("Produce", samples=samples, window_seconds=window_seconds, clock=clock)
         self.fetch = ClientQuotaManager("Fetch", samples=samples, window_seconds=window_seconds, clock=clock)
         self.request = ClientRequestQuotaManager(samples=samples, window_seconds=window_seconds, clock=clock)

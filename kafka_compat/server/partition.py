@@ -18,7 +18,6 @@ shrink only once the controller has committed it.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -33,6 +32,7 @@ from kafka_compat.storage.local_log import (
 from kafka_compat.storage.unified_log import FetchIsolation, LogOffsetMetadata, UnifiedLog
 from kafka_compat.storage.validator import CLIENT
 
+from ..clock import monotonic_ms
 from ..protocol.errors import ErrorCode, KafkaError
 from .alter_partition_listener import IsrChangeMeters
 from .metadata_cache import NO_LEADER, PartitionState
@@ -52,9 +52,6 @@ _ALTER_AWAIT_METADATA = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCo
                                    ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED})
 # ... anything else (no controller, a network error, NOT_CONTROLLER) is sent again.
 
-
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 @dataclass
@@ -109,7 +106,7 @@ class LogReadResult(NamedTuple):
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, local_broker_id: int, log: UnifiedLog,
-                 clock=now_ms, on_high_watermark_moved=None, *, alter_partition_manager=None,
+                 clock=monotonic_ms, on_high_watermark_moved=None, *, alter_partition_manager=None,
                  replica_lag_time_max_ms: int = 30000, is_broker_alive: Callable[[int], bool] | None = None,
                  isr_change_meters: IsrChangeMeters | None = None):
         """``alter_partition_manager`` sends ISR changes to the controller (None on a single node, where

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Callable
 
+from ..clock import now_ms
 from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
 from ..group.coordinator_records import partition_for as group_partition_for
 from ..protocol.errors import ErrorCode
@@ -29,7 +30,7 @@ from .transaction_metadata import (
     TransactionState,
     is_epoch_exhausted,
 )
-from .transaction_state_manager import CoordinatorEpochAndTxnMetadata, TransactionStateManager, now_ms
+from .transaction_state_manager import CoordinatorEpochAndTxnMetadata, TransactionStateManager
 
 log = logging.getLogger(__name__)
 E = ErrorCode

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from typing import Callable, NamedTuple
 
 from kafka_compat.storage.validator import COORDINATOR
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..protocol.records import batches, build_batch
 from .transaction_log import (
@@ -47,9 +47,6 @@ _APPEND_ERRORS = {
 
 APPEND_TIMEOUT_MS = 30000      # Kafka waits request.timeout.ms (default 30 s) for a state write
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class CoordinatorEpochAndTxnMetadata(NamedTuple):
