@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.compression import NONE
 from kafka_compat.protocol.records import (
     LOG_APPEND_TIME,
@@ -40,7 +41,6 @@ from kafka_compat.protocol.records import (
     control_record_type,
 )
 
-from ..clock import now_ms
 from . import checkpoint
 from .index import INT32_MAX
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment

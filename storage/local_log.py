@@ -19,11 +19,11 @@ import os
 import threading
 from typing import Callable, NamedTuple
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import batches as record_views
 
-from ..clock import now_ms
 from .fetch_data_info import COPY_BELOW_BYTES, FetchDataInfo, FetchResult, FileSlice
 from .index import INT32_MAX
 from .loader import load

@@ -22,9 +22,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 
-from ..clock import now_ms
 from . import checkpoint
 from .cleaner import LogCleaner
 from .log_config import LogConfig

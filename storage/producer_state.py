@@ -34,6 +34,7 @@ from crc32c import crc32c
 
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import ControlRecordType
+from kafka_compat.sentinels import NO_PRODUCER_EPOCH, NO_SEQUENCE
 
 from .checkpoint import read_file
 from .log_offset_metadata import LogOffsetMetadata
@@ -41,8 +42,6 @@ from .validator import CLIENT, REPLICATION
 
 log = logging.getLogger(__name__)
 
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
 INT32_MAX = (1 << 31) - 1
 NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000   # producer.id.expiration.ms

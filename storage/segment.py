@@ -12,6 +12,7 @@ import os
 import struct
 import threading
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.batch_header import (
     CONTROL_FLAG_MASK,
     HEADER_SIZE_UP_TO_MAGIC,
@@ -24,7 +25,6 @@ from kafka_compat.protocol.batch_header import (
     parse_header,
 )
 
-from ..clock import now_ms
 from . import checkpoint
 from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header

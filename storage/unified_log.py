@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 
 from crc32c import crc32c
 
+from kafka_compat.clock import now_ms
 from kafka_compat.configdef import LONG_MAX
 from kafka_compat.protocol.batch_header import (
     ATTRIBUTES_OFFSET,
@@ -51,7 +52,6 @@ from kafka_compat.protocol.records import (
     split_batches,
 )
 
-from ..clock import now_ms
 from .fetch_data_info import FetchDataInfo, FetchIsolation, FetchResult, FileSlice  # noqa: F401  (contract)
 from .leader_epoch_cache import LeaderEpochFileCache
 from .local_log import (  # noqa: F401  (contract)

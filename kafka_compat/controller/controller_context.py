@@ -13,12 +13,11 @@ from collections.abc import Hashable, Iterable
 from typing import NamedTuple
 
 from ..leader_and_isr import LeaderIsrAndControllerEpoch
+from ..sentinels import EPOCH_DURING_DELETE, NO_EPOCH
 from ..zk.zk_data import BrokerInfo, ReplicaAssignment, TopicPartition
 
 log = logging.getLogger(__name__)
 
-NO_EPOCH = -1                 # the leader epoch of a partition without leadership information
-EPOCH_DURING_DELETE = -2      # the leader epoch StopReplica carries for a topic being deleted
 
 
 class PartitionState(enum.Enum):

@@ -20,10 +20,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..leader_and_isr import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
+from ..leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import NO_LEADER, UNKNOWN_BROKER_EPOCH
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import ControllerMovedError, KafkaZkClient, ZkWatch
 from ..zk.zk_data import ReplicaAssignment, TopicPartition
@@ -46,7 +47,6 @@ from .topic_deletion_manager import TopicDeletionManager
 log = logging.getLogger(__name__)
 
 PREFERRED_ELECTION, UNCLEAN_ELECTION = 0, 1       # ElectLeaders' ElectionType
-UNKNOWN_BROKER_EPOCH = -1
 AUTO_REBALANCE_FIRST_DELAY_S = 5.0
 
 # ElectLeaders' outcome per partition: the new leader's id, or why there is none

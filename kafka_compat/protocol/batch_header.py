@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from ..sentinels import NO_TIMESTAMP
+
 OFFSET_OFFSET = 0
 SIZE_OFFSET = 8
 LOG_OVERHEAD = 12
@@ -51,8 +53,6 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
-
-NO_TIMESTAMP = -1
 
 # Every magic-2 header field, in order.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")

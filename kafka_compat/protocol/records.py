@@ -97,6 +97,13 @@ __all__ = [
 # --- layout: batch_header.py holds it (Kafka's names) ---------------------------------
 
 from ..clock import now_ms
+from ..sentinels import (  # noqa: F401  (RecordBatch's names, re-exported)
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+)
 from .batch_header import (  # noqa: E402,F401  (re-exported: the views' callers use these names)
     ATTRIBUTES_OFFSET,
     BASE_SEQUENCE_OFFSET,
@@ -129,11 +136,6 @@ from .batch_header import (  # noqa: E402,F401  (re-exported: the views' callers
 _MIN_LENGTH = (RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
 
 NO_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME = -1, 0, 1
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
 _INT32_MAX = 0x7FFFFFFF
 
 

@@ -46,7 +46,6 @@ from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
-from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
 from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
@@ -59,7 +58,8 @@ from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
-from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TransactionCoordinator
+from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from ..transaction import TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
@@ -124,7 +124,6 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
                    WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
-OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
 
@@ -711,7 +710,7 @@ class Broker:
 
     def _resign_coordinators(self, partitions) -> None:
         for partition in partitions:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
                 self.txn_coordinator.on_resign(partition.index, -1)
@@ -740,7 +739,7 @@ class Broker:
 
     def _on_zk_resumed(self) -> None:
         for partition in self.replica_manager.unfence_leadership(restore=True):
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
                 self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)

@@ -26,6 +26,7 @@ from ..protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from ..protocol.messages.stop_replica import StopReplicaResponse
 from ..protocol.messages.update_metadata import UpdateMetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, UNKNOWN_BROKER_EPOCH
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
 from .registry import handles
@@ -33,9 +34,6 @@ from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-UNKNOWN_BROKER_EPOCH = -1
 DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 _PROTOCOLS = list(SecurityProtocol)
 
@@ -150,14 +148,14 @@ class ControlRequestsApi:
         if result.error_code:
             return self._leader_and_isr_error(req, v, result.error_code)
         for partition in result.leaders:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
-            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
         for partition in result.followers:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
-            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(partition.index, partition.leader_epoch)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
@@ -247,9 +245,9 @@ class ControlRequestsApi:
             return self._stop_replica_response(error, {(t, i): error for t, i, _, _ in entries})
         for topic, index, leader_epoch, delete in entries:
             # a reassignment moves replicas away without a LeaderAndIsr to them: unload here too
-            if topic == OFFSETS_TOPIC and delete and errors.get((topic, index)) == ErrorCode.NONE:
+            if topic == GROUP_METADATA_TOPIC_NAME and delete and errors.get((topic, index)) == ErrorCode.NONE:
                 self.group_coordinator.on_resignation(index, leader_epoch)
-            elif topic == TRANSACTION_STATE_TOPIC and errors.get((topic, index)) == ErrorCode.NONE \
+            elif topic == TRANSACTION_STATE_TOPIC_NAME and errors.get((topic, index)) == ErrorCode.NONE \
                     and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(index, leader_epoch)
         if self.replica_manager.fetcher_manager is not None:

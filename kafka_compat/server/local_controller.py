@@ -30,7 +30,8 @@ from collections.abc import Callable
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
 from ..protocol.errors import ErrorCode, KafkaError
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
+from ..sentinels import INTERNAL_TOPICS
+from .metadata_cache import MetadataCache, PartitionState
 from .replica_manager import ReplicaManager
 from .topics import Topic, TopicRegistry, validate_name
 

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import INTERNAL_TOPICS, LEADER_DURING_DELETE, NO_LEADER
 
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
 log = logging.getLogger(__name__)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,13 @@ from kafka_compat.storage.validator import CLIENT
 
 from ..clock import monotonic_ms
 from ..protocol.errors import ErrorCode, KafkaError
+from ..sentinels import DEBUGGING_REPLICA_ID, NO_LEADER
 from .alter_partition_listener import IsrChangeMeters
-from .metadata_cache import NO_LEADER, PartitionState
+from .metadata_cache import PartitionState
 
 logger = logging.getLogger(__name__)
 
 UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1)
-CONSUMER_REPLICA_ID = -1
-DEBUGGING_REPLICA_ID = -2
 
 # AlterPartition answers (Partition.handleAlterPartitionError): the controller says the change was not
 # applied and our partition epoch is right, so go back to the committed ISR ...

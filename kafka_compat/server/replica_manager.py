@@ -42,13 +42,14 @@ from kafka_compat.storage.validator import CLIENT
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.primitives import ZERO_UUID
 from ..purgatory import DelayedOperationPurgatory
+from ..sentinels import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_EPOCH
 from .alter_partition_listener import IsrChangeMeters
 from .broker_topic_stats import BrokerTopicStats
 from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
 from .log_dir_failure_channel import LogDirFailureChannel
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
+from .metadata_cache import MetadataCache, PartitionState
 from .partition import LogReadResult, Partition
 from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherManager
 
@@ -65,8 +66,6 @@ REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LAR
 __all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult", "LogReadResult",
            "LeaderAndIsrResult", "FollowerOffsets"]
 
-EPOCH_DURING_DELETE = -2          # StopReplica's leader epoch while a topic is being deleted
-NO_EPOCH = -1                     # StopReplica before v3: no epoch to check
 
 
 class LeaderAndIsrResult(NamedTuple):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
+from ..sentinels import NO_PRODUCER_EPOCH
+
 SHORT_MAX = 32767
 
 

@@ -19,8 +19,8 @@ from kafka_compat.storage.validator import COORDINATOR
 from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..protocol.records import batches, build_batch
+from ..sentinels import TRANSACTION_STATE_TOPIC_NAME
 from .transaction_log import (
-    TRANSACTION_STATE_TOPIC_NAME,
     key_to_bytes,
     partition_for,
     read_key,
