@@ -53,6 +53,7 @@ from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from ..sanitizer import desanitize
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
@@ -67,7 +68,7 @@ from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
-from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers, desanitize
+from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers
 from .client_quotas import ClientQuotasApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi

@@ -24,10 +24,10 @@ import logging
 import math
 import time
 from typing import NamedTuple
-from urllib.parse import unquote_plus
 
 from ..clock import monotonic_ms
 from ..metrics.stats import SampledStat
+from ..sanitizer import sanitize
 
 log = logging.getLogger(__name__)
 
@@ -47,26 +47,6 @@ NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
 
 # which kinds of quota entities have ever been configured (Kafka's QuotaTypes)
 NO_QUOTAS, CLIENT_ID_QUOTAS, USER_QUOTAS, USER_CLIENT_ID_QUOTAS = 0, 1, 2, 4
-
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: URL-encoding as Java's URLEncoder does, '*' and ' ' percent-encoded.
-
-    User names and client ids appear this way in znode names and quota metric tags."""
-    out = []
-    for b in name.encode("utf-8"):
-        c = chr(b)
-        if c.isascii() and (c.isalnum() or c in ".-_"):
-            out.append(c)
-        else:
-            out.append(f"%{b:02X}")
-    return "".join(out)
-
-
-def desanitize(name: str) -> str:
-    """Kafka's Sanitizer.desanitize (URLDecoder: '+' is a space)."""
-    return unquote_plus(name)
 
 
 def principal_user(connection) -> str:
