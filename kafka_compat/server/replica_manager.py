@@ -682,11 +682,14 @@ class ReplicaManager:
         if fetch_offset != partition.log_end_offset:
             raise RuntimeError(f"offset mismatch for {topic}-{index}: fetched {fetch_offset}, "
                                f"log end offset {partition.log_end_offset}")
+        size = len(records)
         try:
-            info = partition.append_records_to_follower(records) if len(records) else None
+            info = partition.append_records_to_follower(records) if size else None
         except OSError as e:
             raise self._partition_dir_failed(partition, f"appending to follower {topic}-{index}", e) from None
         partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+        if size:            # Kafka's processPartitionData: ReplicationBytesInPerSec counts what was appended
+            self.broker_topic_stats.record_replication_bytes_in(size)
         return info
 
     def truncate_follower(self, topic: str, index: int, offset: int) -> None:
