@@ -316,7 +316,6 @@ class Cleaner:
         max_ts = max(r.timestamp for r in kept)
         return b"".join(parts), max_ts, kept[-1].offset
 
-
     @staticmethod
     def _empty(info, is_control: bool = False):
         """A batch's header without records: its offsets, producer and sequence stay known."""
@@ -472,9 +471,6 @@ class LogCleaner:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="kafka-log-cleaner-thread-0", daemon=True)
             self._thread.start()
-
-    def wakeup(self) -> None:
-        self._wake.set()
 
     def shutdown(self) -> None:
         self._stopped.set()

@@ -251,10 +251,6 @@ class KafkaController:
         self._put("TopicUncleanLeaderElectionEnable",
                   lambda: self.is_active and self.partition_state_machine.trigger_online_partition_state_change(topic))
 
-    def enable_default_unclean_leader_election(self) -> None:
-        self._put("UncleanLeaderElectionEnable",
-                  lambda: self.is_active and self.partition_state_machine.trigger_online_partition_state_change())
-
     # -- election -------------------------------------------------------------------------------
 
     def _process_startup(self) -> None:

@@ -472,8 +472,8 @@ class Broker:
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
                              self.controller_metrics, AuthHelper(self.authorizer), self.config_manager)
-        # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
-        # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
+        # the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics, CreatePartitions,
+        # AlterConfigs through ZooKeeper) come from the factories given to Broker
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)

@@ -68,7 +68,6 @@ __all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult
            "LeaderAndIsrResult", "FollowerOffsets"]
 
 
-
 class LeaderAndIsrResult(NamedTuple):
     """What become_leader_or_follower did: the request's error, each partition's, and which partitions
     this broker now leads or follows (for the coordinators)."""
@@ -237,12 +236,6 @@ class ReplicaManager:
             if partition.topic_id == topic_id:
                 return partition.topic
         return None
-
-    def get_partition_or_error(self, topic: str, index: int) -> tuple[Partition | None, int]:
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return partition, ErrorCode.NONE
 
     def _new_partition(self, topic: str, index: int, topic_id: bytes) -> Partition:
         """Host a partition: its log is created (or found, after a restart) and its high watermark

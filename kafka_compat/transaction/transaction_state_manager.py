@@ -48,7 +48,6 @@ _APPEND_ERRORS = {
 APPEND_TIMEOUT_MS = 30000      # Kafka waits request.timeout.ms (default 30 s) for a state write
 
 
-
 class CoordinatorEpochAndTxnMetadata(NamedTuple):
     coordinator_epoch: int
     metadata: TransactionMetadata
@@ -155,9 +154,6 @@ class TransactionStateManager:
         log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME, self.num_partitions)
         self._partition_of.clear()
         return True
-
-    def is_coordinator_for(self, transactional_id: str) -> bool:
-        return self.partition_for(transactional_id) in self.owned
 
     def is_loading(self, transactional_id: str) -> bool:
         return self.partition_for(transactional_id) in self.loading
