@@ -63,6 +63,14 @@ from typing import Iterable, Iterator, NamedTuple
 
 import crc32c as _crc32c
 
+from ..clock import now_ms
+from ..sentinels import (  # noqa: F401  (RecordBatch's names, re-exported)
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+)
 from .compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     NONE,
@@ -96,14 +104,6 @@ __all__ = [
 
 # --- layout: batch_header.py holds it (Kafka's names) ---------------------------------
 
-from ..clock import now_ms
-from ..sentinels import (  # noqa: F401  (RecordBatch's names, re-exported)
-    NO_PARTITION_LEADER_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    NO_SEQUENCE,
-    NO_TIMESTAMP,
-)
 from .batch_header import (  # noqa: E402,F401  (re-exported: the views' callers use these names)
     ATTRIBUTES_OFFSET,
     BASE_SEQUENCE_OFFSET,

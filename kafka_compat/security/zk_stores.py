@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 
 from ..clock import now_ms
 from ..sanitizer import desanitize, legacy_sanitize, sanitize
-from ..server.zk_config_manager import ZkConfigManager
+from ..server.zk_config_manager import CHANGE_EXPIRATION_MS, ZkConfigManager
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
@@ -33,7 +33,6 @@ from .stores import SecurityStores
 
 log = logging.getLogger(__name__)
 
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000       # Kafka purges change notifications older than this
 SCRAM_KEYS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 

@@ -52,6 +52,7 @@ from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
 from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.frames import CONTROLLED_SHUTDOWN
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from ..sanitizer import desanitize
 from ..security.authorizer import configured_authorizer
@@ -124,7 +125,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
                    WriteTxnMarkersApi)
-CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
+CONTROLLED_SHUTDOWN_VERSION = 3
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
 
