@@ -37,12 +37,12 @@ from kafka_compat.protocol.records import ControlRecordType
 from kafka_compat.sentinels import NO_PRODUCER_EPOCH, NO_SEQUENCE
 
 from .checkpoint import read_file
+from .index import INT32_MAX
 from .log_offset_metadata import LogOffsetMetadata
 from .validator import CLIENT, REPLICATION
 
 log = logging.getLogger(__name__)
 
-INT32_MAX = (1 << 31) - 1
 NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000   # producer.id.expiration.ms
 SNAPSHOT_SUFFIX = ".snapshot"

@@ -22,12 +22,11 @@ import logging
 import socket
 
 from ..clock import monotonic_ms
-from ..metrics.stats import SampledStat
+from ..metrics.stats import INACTIVE_SENSOR_EXPIRATION_MS, SampledStat
 
 log = logging.getLogger(__name__)
 
 UNLIMITED = 2**31 - 1
-INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000
 
 
 def parse_overrides(value: str | None) -> dict[str, int]:

@@ -26,7 +26,7 @@ import time
 from typing import NamedTuple
 
 from ..clock import monotonic_ms
-from ..metrics.stats import SampledStat
+from ..metrics.stats import INACTIVE_SENSOR_EXPIRATION_MS, SampledStat
 from ..sanitizer import sanitize
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,6 @@ CONNECTION_CREATION_RATE = "connection_creation_rate"
 USER_AND_CLIENT_QUOTA_KEYS = {PRODUCER_BYTE_RATE: True, CONSUMER_BYTE_RATE: True, REQUEST_PERCENTAGE: False,
                               CONTROLLER_MUTATION_RATE: False}
 IP_QUOTA_KEYS = {CONNECTION_CREATION_RATE: True}
-INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000
 NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
 
 # which kinds of quota entities have ever been configured (Kafka's QuotaTypes)
