@@ -355,5 +355,3 @@ def validate(m: Message, where: str) -> None:
         check(st.fields, st.versions, f"{st.name}.")
 
 
-def struct_of(m: Message, f: Field) -> Struct:
-    return m.structs[f.element]

@@ -12,17 +12,15 @@ import time
 
 import pytest
 
-from kafka_compat.cli import cluster_factories
 from kafka_compat.testing import EmbeddedCluster, zookeeper_missing
 
 WAIT = 120.0
 
 
 def skip_without_cluster():
-    """Marks for a module that needs ZooKeeper and a ZooKeeper controller."""
+    """Marks for a module that needs ZooKeeper."""
     missing = zookeeper_missing()
-    return [pytest.mark.skipif(missing is not None, reason=str(missing)),
-            pytest.mark.skipif(not cluster_factories(), reason="this build has no ZooKeeper controller")]
+    return [pytest.mark.skipif(missing is not None, reason=str(missing))]
 
 
 class ReadyCluster(EmbeddedCluster):

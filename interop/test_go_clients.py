@@ -38,7 +38,6 @@ import peers
 import pytest
 from cluster_support import WAIT, new_cluster, wait_for_full_isr, wait_for_metadata
 
-from kafka_compat.cli import cluster_factories
 from kafka_compat.testing import EmbeddedBroker, zookeeper_missing
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}     # the batch attributes' codec bits
@@ -152,7 +151,7 @@ class Target:
 
 
 def cluster_missing() -> str | None:
-    return zookeeper_missing() or (None if cluster_factories() else "this build has no ZooKeeper controller")
+    return zookeeper_missing()
 
 
 @pytest.fixture(scope="module")

@@ -96,10 +96,6 @@ def cluster():
     if missing:
         pytest.skip(missing)
     from cluster_support import new_cluster
-
-    from kafka_compat.cli import cluster_factories
-    if not cluster_factories():
-        pytest.skip("this build has no ZooKeeper controller")
     # no automatic leader rebalance: kafka-leader-election is what moves leadership back
     with new_cluster(**{"auto.leader.rebalance.enable": "false"}) as c:
         yield c

@@ -272,10 +272,6 @@ class ConfigKey:
             self.validator(self.name, value)
         return value
 
-    @property
-    def valid_values(self) -> str:
-        return str(self.validator) if self.validator is not None else ""
-
 
 class DictView(Mapping):
     """Read-only mapping over ``self._data``."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-NO_LEADER = -1                 # no live leader; Metadata answers LEADER_NOT_AVAILABLE
-LEADER_DURING_DELETE = -2      # the topic is being deleted (sent in UpdateMetadata)
+from .sentinels import NO_LEADER
+
 INITIAL_LEADER_EPOCH = 0
 INITIAL_PARTITION_EPOCH = 0
 

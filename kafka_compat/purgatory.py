@@ -22,8 +22,9 @@ import asyncio
 import heapq
 import itertools
 import logging
-import time
 from collections.abc import Callable, Hashable, Iterable
+
+from .clock import monotonic_ms
 
 __all__ = [
     "TimerTask",
@@ -36,10 +37,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def _monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 class _TaskCounter:
@@ -213,7 +210,7 @@ class SystemTimer:
     """
 
     def __init__(self, name: str = "timer", tick_ms: int = 1, wheel_size: int = 20,
-                 start_ms: int | None = None, time_ms: Callable[[], int] = _monotonic_ms,
+                 start_ms: int | None = None, time_ms: Callable[[], int] = monotonic_ms,
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.name = name
         self._time_ms = time_ms

@@ -368,7 +368,9 @@ class EmbeddedCluster(_Started):
 
     Brokers keep their data directory and port across stop/kill and start, as a real restart does.
     The defaults suit tests: a 6 s ZooKeeper session (a killed broker's registration goes within
-    it), controlled-shutdown retries 0.5 s apart, one partition per topic unless configured;
+    it), controlled-shutdown retries 0.5 s apart, one partition per topic unless configured, and
+    `offsets.topic.replication.factor` and `default.replication.factor` the number of brokers (at
+    most 3), so that an auto-created topic survives its leader's death;
     ``overrides`` change any broker property for all brokers, ``broker_overrides`` per broker id.
 
     Faults: kill/stop/restart/pause/resume of a broker, pause_zookeeper/resume_zookeeper; with
@@ -396,7 +398,9 @@ class EmbeddedCluster(_Started):
         self.zookeeper = zookeeper or EmbeddedZooKeeper(os.path.join(self.data_dir, "zookeeper"))
         self.chroot = chroot
         settings = dict(self.DEFAULTS)
-        settings["offsets.topic.replication.factor"] = min(brokers, 3)
+        # internal and auto-created topics replicated on every broker (at most 3), so that a killed
+        # leader fails over; Kafka's defaults (3 for offsets, 1 for the rest) suit a real deployment
+        settings["offsets.topic.replication.factor"] = settings["default.replication.factor"] = min(brokers, 3)
         settings.update(overrides or {})
         self.brokers: list[EmbeddedBroker] = []
         for i in range(brokers):

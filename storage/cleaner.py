@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.compression import NONE
 from kafka_compat.protocol.records import (
     LOG_APPEND_TIME,
@@ -42,7 +43,7 @@ from kafka_compat.protocol.records import (
 
 from . import checkpoint
 from .index import INT32_MAX
-from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
+from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
@@ -315,7 +316,6 @@ class Cleaner:
         max_ts = max(r.timestamp for r in kept)
         return b"".join(parts), max_ts, kept[-1].offset
 
-
     @staticmethod
     def _empty(info, is_control: bool = False):
         """A batch's header without records: its offsets, producer and sequence stay known."""
@@ -471,9 +471,6 @@ class LogCleaner:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="kafka-log-cleaner-thread-0", daemon=True)
             self._thread.start()
-
-    def wakeup(self) -> None:
-        self._wake.set()
 
     def shutdown(self) -> None:
         self._stopped.set()

@@ -205,9 +205,6 @@ class _Index:
             raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
         return rel
 
-    def can_append_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT32_MAX
-
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 

@@ -176,10 +176,6 @@ class LeaderEpochFileCache:
     def __len__(self) -> int:
         return len(self._epochs)
 
-    def latest_entry(self) -> EpochEntry | None:
-        epochs = self._epochs
-        return epochs[-1] if epochs else None
-
     def earliest_entry(self) -> EpochEntry | None:
         epochs = self._epochs
         return epochs[0] if epochs else None

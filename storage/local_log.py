@@ -19,6 +19,7 @@ import os
 import threading
 from typing import Callable, NamedTuple
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import batches as record_views
@@ -29,7 +30,7 @@ from .loader import load
 from .log_config import LogConfig
 from .log_offset_metadata import LogOffsetMetadata
 from .scheduler import Scheduler, default_scheduler
-from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
+from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 _new = tuple.__new__

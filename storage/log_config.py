@@ -32,9 +32,9 @@ from kafka_compat.configdef import (
     at_least,
     between,
 )
+from kafka_compat.protocol.batch_header import RECORD_OVERHEAD_V0
 
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # 1 MiB plus the log overhead (offset + size)
-RECORD_OVERHEAD_V0 = 14
 _DAY_MS = 24 * 3_600_000
 
 _COMPRESSION_TYPES = ValidString("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")

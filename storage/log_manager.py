@@ -22,6 +22,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 
 from . import checkpoint
@@ -29,7 +30,6 @@ from .cleaner import LogCleaner
 from .log_config import LogConfig
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .scheduler import Scheduler
-from .segment import now_ms
 from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)

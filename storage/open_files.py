@@ -77,10 +77,6 @@ class OpenSegmentFiles:
     def __len__(self) -> int:
         return len(self._open)
 
-    def set_limit(self, limit: int | None) -> None:
-        self.limit = limit or default_budget()
-        self.evict(len(self._open) - self.limit)
-
     def opened(self, segment) -> None:
         """``segment`` opened a descriptor or mapped an index: count it, make room past the limit."""
         with self._lock:

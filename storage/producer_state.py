@@ -34,16 +34,15 @@ from crc32c import crc32c
 
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import ControlRecordType
+from kafka_compat.sentinels import NO_PRODUCER_EPOCH, NO_SEQUENCE
 
 from .checkpoint import read_file
+from .index import INT32_MAX
 from .log_offset_metadata import LogOffsetMetadata
 from .validator import CLIENT, REPLICATION
 
 log = logging.getLogger(__name__)
 
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-INT32_MAX = (1 << 31) - 1
 NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000   # producer.id.expiration.ms
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -452,15 +451,6 @@ class ProducerStateManager:
                 txn.first_offset = LogOffsetMetadata(txn.first_offset.message_offset)
         self._update_first_unstable()
 
-    def first_undecided_offset(self) -> int | None:
-        """The first offset of the oldest open transaction, whatever the high watermark."""
-        txn = next(iter(self._ongoing.values()), None)
-        return txn.first_offset.message_offset if txn is not None else None
-
-    @property
-    def ongoing_transactions(self) -> list[TxnMetadata]:
-        return list(self._ongoing.values())
-
     def active_producers(self) -> list[ActiveProducer]:
         return [ActiveProducer(pid, e.producer_epoch, e.last_seq, e.last_timestamp, e.coordinator_epoch,
                                e.current_txn_first_offset) for pid, e in self.producers.items()]
@@ -498,9 +488,6 @@ class ProducerStateManager:
 
     def latest_snapshot_offset(self) -> int | None:
         return self._snapshot_offsets[-1] if self._snapshot_offsets else None
-
-    def oldest_snapshot_offset(self) -> int | None:
-        return self._snapshot_offsets[0] if self._snapshot_offsets else None
 
     def take_snapshot(self, offset: int, sync: bool = True) -> str | None:
         """Write the state as of ``offset`` (everything below it applied), unless a snapshot

@@ -11,8 +11,8 @@ import logging
 import os
 import struct
 import threading
-import time
 
+from kafka_compat.clock import now_ms
 from kafka_compat.protocol.batch_header import (
     CONTROL_FLAG_MASK,
     HEADER_SIZE_UP_TO_MAGIC,
@@ -66,9 +66,6 @@ def segment_paths(directory: str, base_offset: int, suffix: str = "") -> tuple[s
 def txn_index_path(directory: str, base_offset: int, suffix: str = "") -> str:
     return os.path.join(directory, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX + suffix
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 #: attributes a segment loaded with ``lazy=True`` computes at their first read, and the method

@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 
 from crc32c import crc32c
 
+from kafka_compat.clock import now_ms
 from kafka_compat.configdef import LONG_MAX
 from kafka_compat.protocol.batch_header import (
     ATTRIBUTES_OFFSET,
@@ -70,7 +71,7 @@ from .producer_state import (
     ProducerStateManager,
 )
 from .scheduler import Scheduler
-from .segment import LogSegment, now_ms
+from .segment import LogSegment
 from .transaction_index import AbortedTxn  # noqa: F401  (contract)
 from .validator import CLIENT, REPLICATION, validate_and_assign
 
@@ -654,12 +655,6 @@ class UnifiedLog:
                         self._hw_meta = metadata
         return metadata
 
-    def _first_unstable_offset(self) -> int | None:
-        first = self.producer_state_manager.first_unstable_offset
-        if first is None:
-            return None
-        return max(first.message_offset, self._local.log_start_offset)
-
     @property
     def last_stable_offset(self) -> int:
         """Kafka's LSO: the first offset not yet decided (an open transaction, or a finished one
@@ -748,10 +743,6 @@ class UnifiedLog:
     def remove_expired_producers(self, now: int | None = None) -> int:
         with self._lock:
             return self.producer_state_manager.remove_expired_producers(self._clock() if now is None else now)
-
-    def take_producer_snapshot(self) -> str | None:
-        with self._lock:
-            return self.producer_state_manager.take_snapshot(self._local.next_offset)
 
     def _interim_producer_snapshot(self) -> None:
         """Snapshot the producer state at the log end (lock held; see PRODUCER_SNAPSHOT_INTERVAL), and delete

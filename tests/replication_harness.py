@@ -27,7 +27,7 @@ from kafka_compat.server.alter_partition_manager import AlterPartitionManager
 from kafka_compat.server.control_requests import ControlRequestsApi
 from kafka_compat.server.fetch import FetchApi
 from kafka_compat.server.kafka_apis import KafkaApis
-from kafka_compat.server.metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
+from kafka_compat.server.metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionLeadership
 from kafka_compat.server.offsets import OffsetsApi
 from kafka_compat.server.produce import ProduceApi
 from kafka_compat.server.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -203,10 +203,10 @@ class Cluster:
     def lead(self, leader: int, epoch: int, isr, replicas=None, index: int = 0, to=None):
         """A LeaderAndIsr for one partition to each replica (or to the nodes in ``to``)."""
         replicas = tuple(replicas or sorted(self.nodes))
-        state = PartitionState(leader, epoch, tuple(isr), replicas, partition_epoch=epoch, controller_epoch=1)
+        state = PartitionLeadership(leader, epoch, tuple(isr), replicas, partition_epoch=epoch, controller_epoch=1)
         results = {}
         for i in (to if to is not None else replicas):
-            results[i] = self.nodes[i].rm.apply_leader_and_isr(100, 1, [(TOPIC, TOPIC_ID, {index: state})])
+            results[i] = self.nodes[i].rm.become_leader_or_follower(100, 1, [(TOPIC, TOPIC_ID, {index: state})])
         return results
 
     async def close(self) -> None:

@@ -91,3 +91,45 @@ def cls_root(cls: type) -> type:
     """The top-level message class that holds `cls` (nested struct classes hang off it)."""
     top = cls.__qualname__.split(".")[0]
     return getattr(importlib.import_module(cls.__module__), top)
+
+
+# -- the same values as hypothesis strategies, built from the schemas --------------------------------
+
+def value_strategy(m: Message, cls: type, v: int):
+    """A hypothesis strategy for ``cls`` at version ``v``: every field the version carries, drawn by its
+    schema type (nullable fields may be None, arrays hold up to 3 elements, 3 levels deep)."""
+    return _struct_strategy(m, cls, m.fields, v, 0)
+
+
+def _primitive_strategy(t: str):
+    from hypothesis import strategies as st
+    if t in INT_RANGES:
+        lo, hi = INT_RANGES[t]
+        return st.integers(lo, hi)
+    return {"bool": st.booleans(), "float64": st.floats(allow_nan=False),
+            "string": st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
+            "bytes": st.binary(max_size=20), "records": st.binary(max_size=20),
+            "uuid": st.binary(min_size=16, max_size=16)}[t]
+
+
+def _struct_strategy(m: Message, cls: type, fields, v: int, depth: int):
+    from hypothesis import strategies as st
+    parts = {f.attr: _field_strategy(m, cls, f, v, depth) for f in fields if v in f.versions}
+
+    def build(values: dict):
+        obj = cls()
+        for attr, value in values.items():
+            setattr(obj, attr, value)
+        return obj
+    return st.fixed_dictionaries(parts).map(build)
+
+
+def _field_strategy(m: Message, cls: type, f: Field, v: int, depth: int):
+    from hypothesis import strategies as st
+    if f.is_struct:
+        sub = getattr(cls_root(cls), f.element)
+        element = _struct_strategy(m, sub, m.structs[f.element].fields, v, depth + 1)
+    else:
+        element = _primitive_strategy(f.element if f.is_array else f.type)
+    s = st.lists(element, max_size=3 if depth < 3 else 0) if f.is_array else element
+    return st.none() | s if in_range(f.nullable, v) else s

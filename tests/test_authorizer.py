@@ -1,24 +1,20 @@
 """The ACL authorizer: Kafka's matching rules, the decision cache, ACL management, persistence, the
-DescribeAcls / CreateAcls / DeleteAcls answers, and the per-API requirements table."""
+DescribeAcls / CreateAcls / DeleteAcls answers."""
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 import pytest
 
 from kafka_compat.protocol.errors import ErrorCode
-from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from kafka_compat.protocol.primitives import KafkaStruct
-from kafka_compat.security import acl_apis
+from kafka_compat.security import acl_requests
 from kafka_compat.security.acl import (
-    AUTHORIZATION_ERROR,
     AccessControlEntry,
     AccessControlEntryFilter,
     AclBinding,
@@ -30,14 +26,6 @@ from kafka_compat.security.acl import (
     ResourcePatternFilter,
     ResourceType,
     host_address,
-)
-from kafka_compat.security.api_acls import (
-    ANY_RESOURCE,
-    API_ACLS,
-    CLUSTER,
-    CONDITIONS,
-    FROM_STATE,
-    Denial,
 )
 from kafka_compat.security.authorizer import (
     AclAuthorizer,
@@ -387,7 +375,7 @@ def roundtrip(response_class, response, version):
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_create_describe_delete_through_the_messages(version):
     auth = AclAuthorizer()
-    created = roundtrip(CreateAclsResponse, acl_apis.create_acls(auth, CreateAclsRequest(creations=[
+    created = roundtrip(CreateAclsResponse, acl_requests.create_acls(auth, CreateAclsRequest(creations=[
         Creation(resource_type=2, resource_name="orders", resource_pattern_type=3, principal="User:alice",
                  host="*", operation=3, permission_type=3),
         Creation(resource_type=2, resource_name="ord", resource_pattern_type=4, principal="User:bob",
@@ -405,13 +393,13 @@ def test_create_describe_delete_through_the_messages(version):
         (ErrorCode.INVALID_REQUEST, "expected a string in format principalType:principalName but got bad"),
         (ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN"),
     ]
-    described = roundtrip(DescribeAclsResponse, acl_apis.describe_acls(auth, DescribeAclsRequest(
+    described = roundtrip(DescribeAclsResponse, acl_requests.describe_acls(auth, DescribeAclsRequest(
         resource_type_filter=2, resource_name_filter="orders", pattern_type_filter=2, principal_filter=None,
         host_filter=None, operation=1, permission_type=1), version), version)
     assert described.error_code == 0
     assert [(r.resource_name, r.pattern_type, [(a.principal, a.operation, a.permission_type) for a in r.acls])
             for r in described.resources] == [("ord", 4, [("User:bob", 4, 2)]), ("orders", 3, [("User:alice", 3, 3)])]
-    deleted = roundtrip(DeleteAclsResponse, acl_apis.delete_acls(auth, DeleteAclsRequest(filters=[
+    deleted = roundtrip(DeleteAclsResponse, acl_requests.delete_acls(auth, DeleteAclsRequest(filters=[
         DelFilter(resource_type_filter=2, resource_name_filter=None, pattern_type_filter=4, principal_filter=None,
                   host_filter=None, operation=1, permission_type=1),
         DelFilter(resource_type_filter=0, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
@@ -428,17 +416,17 @@ def test_version_0_knows_only_literal_patterns():
     auth = authorizer(acl(T, "orders", LIT, "User:a", Op.READ), acl(T, "or", PRE, "User:a", Op.READ))
     any_filter = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                                      principal_filter=None, host_filter=None, operation=1, permission_type=1)
-    described = roundtrip(DescribeAclsResponse, acl_apis.describe_acls(auth, any_filter, 0), 0)
+    described = roundtrip(DescribeAclsResponse, acl_requests.describe_acls(auth, any_filter, 0), 0)
     assert [r.resource_name for r in described.resources] == ["orders"]
     prefixed = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=4,
                                    principal_filter=None, host_filter=None, operation=1, permission_type=1)
-    refused = acl_apis.describe_acls(auth, prefixed, 0)
+    refused = acl_requests.describe_acls(auth, prefixed, 0)
     assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
-    created = acl_apis.create_acls(auth, CreateAclsRequest(creations=[Creation(
+    created = acl_requests.create_acls(auth, CreateAclsRequest(creations=[Creation(
         resource_type=2, resource_name="p", resource_pattern_type=4, principal="User:a", host="*", operation=3,
         permission_type=3)]), 0)
     assert created.results[0].error_code == ErrorCode.UNSUPPORTED_VERSION
-    deleted = acl_apis.delete_acls(auth, DeleteAclsRequest(filters=[
+    deleted = acl_requests.delete_acls(auth, DeleteAclsRequest(filters=[
         DelFilter(resource_type_filter=1, pattern_type_filter=2, resource_name_filter=None, principal_filter=None,
                   host_filter=None, operation=1, permission_type=1),
         DelFilter(resource_type_filter=1, pattern_type_filter=1, resource_name_filter=None, principal_filter=None,
@@ -450,75 +438,12 @@ def test_version_0_knows_only_literal_patterns():
 
 def test_describe_unknown_elements_and_no_authorizer():
     unknown = DescribeAclsRequest(resource_type_filter=0, pattern_type_filter=1, operation=1, permission_type=1)
-    assert acl_apis.describe_acls(AclAuthorizer(), unknown, 2).error_code == ErrorCode.INVALID_REQUEST
-    assert acl_apis.describe_acls(None, unknown, 2).error_code == ErrorCode.SECURITY_DISABLED
+    assert acl_requests.describe_acls(AclAuthorizer(), unknown, 2).error_code == ErrorCode.INVALID_REQUEST
+    assert acl_requests.describe_acls(None, unknown, 2).error_code == ErrorCode.SECURITY_DISABLED
     request = CreateAclsRequest(creations=[Creation(), Creation()])
-    assert [r.error_code for r in acl_apis.create_acls(None, request, 2).results] == [ErrorCode.SECURITY_DISABLED] * 2
-    deletes = acl_apis.delete_acls(None, DeleteAclsRequest(filters=[DelFilter()]), 2)
+    assert [r.error_code for r in acl_requests.create_acls(None, request, 2).results] == [ErrorCode.SECURITY_DISABLED] * 2
+    deletes = acl_requests.delete_acls(None, DeleteAclsRequest(filters=[DelFilter()]), 2)
     assert deletes.filter_results[0].error_code == ErrorCode.SECURITY_DISABLED
-
-
-# -- the per-API table ------------------------------------------------------------------------------
-
-
-def _struct_slots(cls) -> set[str]:
-    names = set(cls.__slots__)
-    for attr in dir(cls):
-        value = getattr(cls, attr)
-        if attr[:1].isupper() and isinstance(value, type) and issubclass(value, KafkaStruct):
-            names |= set(value.__slots__)
-    return names
-
-
-def test_every_api_has_an_entry_named_as_the_schemas_name_it():
-    assert set(API_ACLS) == set(APIS)
-    for key, entry in API_ACLS.items():
-        assert entry.api_key == key and entry.name == APIS[key].name
-
-
-def test_every_check_names_real_fields_and_the_right_error():
-    for key, entry in API_ACLS.items():
-        request = APIS[key].request
-        top, nested = set(request.__slots__), _struct_slots(request)
-        for alternatives in entry.checks:
-            assert alternatives, entry
-            for check in alternatives:
-                assert check.when in CONDITIONS, (entry.name, check.when)
-                assert isinstance(check.denial, Denial)
-                if check.names in (CLUSTER, ANY_RESOURCE, FROM_STATE):
-                    continue
-                for path in re.split(r"[|:]", check.names):
-                    segments = path.split(".")
-                    assert segments[0].removesuffix("[]") in top, (entry.name, path)
-                    for segment in segments[1:]:
-                        assert segment.removesuffix("[]") in nested, (entry.name, path)
-                if check.error is not None and check.resource_type in AUTHORIZATION_ERROR \
-                        and check.names != ANY_RESOURCE and entry.name != "Fetch":
-                    assert check.error == AUTHORIZATION_ERROR[check.resource_type], (entry.name, check)
-
-
-def test_table_spot_checks_against_kafka_apis():
-    produce = API_ACLS[0].checks
-    assert [(c.resource_type, c.operation, c.denial) for (c,) in produce] == [(X, Op.WRITE, Denial.REQUEST),
-                                                                             (T, Op.WRITE, Denial.ITEM)]
-    (metadata_describe,), create = API_ACLS[3].checks
-    assert metadata_describe.denial is Denial.ITEM_OR_OMIT and metadata_describe.operation is Op.DESCRIBE
-    assert [(c.resource_type, c.operation) for c in create] == [(C, Op.CREATE), (T, Op.CREATE)]
-    (idempotent,) = [alts for alts in API_ACLS[22].checks if len(alts) == 2]
-    assert [(c.resource_type, c.operation, c.names) for c in idempotent] == [(C, Op.IDEMPOTENT_WRITE, CLUSTER),
-                                                                             (T, Op.WRITE, ANY_RESOURCE)]
-    assert all(c.error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED for c in idempotent)
-    for key in (17, 18, 36, 71, 72):
-        assert API_ACLS[key].checks == ()
-    for key, op in ((29, Op.DESCRIBE), (30, Op.ALTER), (31, Op.ALTER), (50, Op.DESCRIBE), (51, Op.ALTER),
-                    (48, Op.DESCRIBE_CONFIGS), (49, Op.ALTER_CONFIGS)):
-        ((check,),) = API_ACLS[key].checks
-        assert (check.resource_type, check.operation, check.error) == (C, op, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    for key in (11, 12, 13, 14, 68):
-        (check,), *_ = API_ACLS[key].checks
-        assert (check.resource_type, check.operation, check.names) == (G, Op.READ, "group_id")
-    _, (topics,) = API_ACLS[68].checks      # and DESCRIBE on every topic subscribed by name
-    assert (topics.resource_type, topics.operation, topics.denial) == (T, Op.DESCRIBE, Denial.REQUEST)
 
 
 # -- the micro-benchmark still runs ------------------------------------------------------------------

@@ -8,8 +8,10 @@ import sys
 import tracemalloc
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka_compat.codegen.emit import LAYOUT_MIN
-from schema_values import ROOT, all_messages, make_value
+from schema_values import ROOT, all_messages, make_value, value_strategy
 
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.fetch import FetchResponse
@@ -53,6 +55,21 @@ def test_round_trip(m, cls, v):
         assert end == len(data)
         assert back == value
         assert back.encode(v) == data
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_round_trip_property(data):
+    """Any value the schemas allow, of any message at any version, encodes, decodes back equal and
+    re-encodes to the same bytes (hypothesis draws it from strategies built from the schemas, and
+    shrinks a failure to the smallest value that shows it)."""
+    m, cls, v = data.draw(st.sampled_from(CASES), label="message and version")
+    value = data.draw(value_strategy(m, cls, v), label=f"{m.name} v{v}")
+    encoded = value.encode(v)
+    back, end = cls.decode(encoded, v)
+    assert end == len(encoded)
+    assert back == value
+    assert back.encode(v) == encoded
 
 
 @pytest.mark.parametrize("m,cls,v", CASES[::7], ids=[f"{m.name}-v{v}" for m, _, v in CASES[::7]])

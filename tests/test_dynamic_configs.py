@@ -222,7 +222,7 @@ def test_zookeeper_store_as_kafka_keeps_it_and_changes_reach_another_broker(zook
 
 @pytest.mark.parametrize("name, expected", [("alice", "alice"), ("app 1*", "app%201%2A"), ("é~/", "%C3%A9%7E%2F")])
 def test_names_are_sanitized_as_kafka_does(name, expected):
-    from kafka_compat.server.client_quota_manager import desanitize, sanitize
+    from kafka_compat.sanitizer import desanitize, sanitize
     assert sanitize(name) == expected and desanitize(expected) == name
 
 

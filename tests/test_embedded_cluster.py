@@ -1,14 +1,22 @@
 """EmbeddedCluster: ZooKeeper and three broker processes with ids 0..2, and the faults a test applies to them,
-checked by what ZooKeeper then holds. Also the `kafka-compat cluster` command."""
+checked by what ZooKeeper then holds; README's cluster example failing over; a follower's replication
+metric. Also the `kafka-compat cluster` command."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import urllib.request
+from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_compat.testing import EmbeddedCluster, zookeeper_missing
+from kafka_compat.testing import EmbeddedCluster, free_port, zookeeper_missing
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
 
@@ -46,3 +54,51 @@ def test_the_cluster_command_refuses_zero_brokers():
     result = subprocess.run([sys.executable, "-m", "kafka_compat", "cluster", "--brokers", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "at least 1" in result.stderr
+
+
+def readme_block(containing: str) -> str:
+    """The README's python code block that contains ``containing``."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    (block,) = [b for b in blocks if containing in b]
+    return block
+
+
+def test_readmes_cluster_example_fails_over():
+    """README's example as written: with the fixture's default.replication.factor (3 on 3 brokers) the
+    auto-created topic has followers, so killing its leader moves leadership and the next record is
+    delivered (with Kafka's default of 1 it stays offline and the record never is)."""
+    namespace: dict = {}
+    exec(compile(readme_block('EmbeddedCluster(3, {"min.insync.replicas": 2}) as cluster:\n    producer'),
+                 "README.md", "exec"), namespace)
+    assert namespace["delivered"] == [None, None]
+
+
+def test_a_followers_replication_bytes_in_counts_what_it_appended():
+    """ReplicationBytesInPerSec on each follower is the bytes it appended from the leader: here every
+    byte the leader took in for the topic (BytesInPerSec), as /metrics shows them."""
+    ports = [free_port() for _ in range(3)]
+    overrides = {i: {"prometheus.listener": f"http://127.0.0.1:{port}"} for i, port in enumerate(ports)}
+    with EmbeddedCluster(3, {"min.insync.replicas": 2}, broker_overrides=overrides) as cluster:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+        errors = []
+        for i in range(20):
+            producer.produce("r", b"v" * (100 + i), on_delivery=lambda err, msg: errors.append(err))
+        assert producer.flush(30) == 0 and errors == [None] * 20
+        leader = cluster.leader("r", 0)
+
+        def meter(broker: int, name: str, **labels) -> float:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ports[broker]}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    if s.name == f"kafka_server_brokertopicmetrics_{name}_total" and s.labels == labels:
+                        return s.value
+            return 0.0
+
+        produced = meter(leader, "bytesin", topic="r")
+        assert produced > 20 * 100
+        assert meter(leader, "replicationbytesin") == 0
+        for follower in set(range(3)) - {leader}:
+            cluster.wait_until(lambda: meter(follower, "replicationbytesin") == produced, 30,
+                               f"broker {follower} to count the {produced:.0f} bytes it replicated")

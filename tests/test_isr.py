@@ -170,9 +170,9 @@ def test_a_request_the_controller_refuses_whole_is_sent_again(tmp_path):
 
 def test_a_topic_without_id_is_proposed_by_name(tmp_path):
     async def scenario(c):
-        from kafka_compat.server.metadata_cache import PartitionState
-        state = PartitionState(LEADER, 0, (LEADER,), (LEADER, FOLLOWER))
-        c[LEADER].rm.apply_leader_and_isr(100, 1, [(TOPIC, b"\0" * 16, {0: state})])
+        from kafka_compat.server.metadata_cache import PartitionLeadership
+        state = PartitionLeadership(LEADER, 0, (LEADER,), (LEADER, FOLLOWER))
+        c[LEADER].rm.become_leader_or_follower(100, 1, [(TOPIC, b"\0" * 16, {0: state})])
         follower_fetch(c[LEADER], 0, 0)
         await until(lambda: c.controller.requests, what="the request")
         version, body = c.controller.requests[0]

@@ -21,7 +21,7 @@ from kafka_compat.protocol.records import build_batch
 from kafka_compat.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from kafka_compat.server.describe_log_dirs import DescribeLogDirsApi
 from kafka_compat.server.log_dir_failure_channel import LogDirFailureChannel
-from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.metadata_cache import PartitionLeadership
 from kafka_compat.server.replica_manager import ReplicaManager
 
 ME = 1
@@ -38,8 +38,8 @@ def block(path: str) -> None:
     os.makedirs(path)
 
 
-def leader(epoch: int) -> PartitionState:
-    return PartitionState(ME, epoch, (ME,), (ME,))
+def leader(epoch: int) -> PartitionLeadership:
+    return PartitionLeadership(ME, epoch, (ME,), (ME,))
 
 
 def produce(rm: ReplicaManager, index: int) -> int:
@@ -64,7 +64,7 @@ def test_a_failed_log_dir_takes_its_partitions_offline_while_the_other_dir_serve
         rm.startup()
         channel.start(asyncio.get_running_loop(), rm.handle_log_dir_failure)
         try:
-            assert rm.become_leader_or_follower(T, TOPIC_ID, {0: leader(0), 1: leader(0)}) == {0: 0, 1: 0}
+            assert rm.apply_local_leadership(T, TOPIC_ID, {0: leader(0), 1: leader(0)}) == {0: 0, 1: 0}
             assert os.path.isdir(os.path.join(a, "t-0")) and os.path.isdir(os.path.join(b, "t-1"))
             assert produce(rm, 0) == produce(rm, 1) == ErrorCode.NONE
 
@@ -77,7 +77,7 @@ def test_a_failed_log_dir_takes_its_partitions_offline_while_the_other_dir_serve
             assert rm.get_partition(T, 0) is None and rm.get_partition(T, 1) is not None
             assert produce(rm, 0) == fetch(rm, 0) == ErrorCode.KAFKA_STORAGE_ERROR
             assert produce(rm, 1) == fetch(rm, 1) == ErrorCode.NONE
-            result = rm.apply_leader_and_isr(0, 1, [(T, TOPIC_ID, {0: leader(1), 1: leader(1), 2: leader(1)})])
+            result = rm.become_leader_or_follower(0, 1, [(T, TOPIC_ID, {0: leader(1), 1: leader(1), 2: leader(1)})])
             assert result.partition_errors == {(T, 0): ErrorCode.KAFKA_STORAGE_ERROR, (T, 1): ErrorCode.NONE,
                                                (T, 2): ErrorCode.NONE}
             assert os.path.isdir(os.path.join(b, "t-2"))          # a new log goes to a live dir
@@ -107,7 +107,7 @@ def test_a_single_node_keeps_serving_a_dir_whose_write_failed(tmp_path):
         rm = ReplicaManager(ME, logs, lambda topic: config, hw_checkpoint_interval_ms=3_600_000)
         rm.startup()
         try:
-            rm.become_leader_or_follower(T, TOPIC_ID, {0: leader(0)})
+            rm.apply_local_leadership(T, TOPIC_ID, {0: leader(0)})
             block(os.path.join(d, checkpoint.REPLICATION_OFFSET_CHECKPOINT))
             rm.checkpoint_high_watermarks()
             await asyncio.sleep(0.05)

@@ -29,7 +29,7 @@ from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.server.broker import Broker
 from kafka_compat.server.kafka_config import BrokerConfig
-from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.metadata_cache import PartitionLeadership
 from kafka_compat.server.prometheus import partition_states, replica_manager_gauges
 from kafka_compat.testing import EmbeddedBroker, free_port
 
@@ -262,13 +262,13 @@ def test_replica_manager_gauges_follow_the_partitions_isr(tmp_path):
     from test_replica_manager import ME, OTHER, T, run
 
     async def scenario(h):
-        state = PartitionState
-        h.rm.become_leader_or_follower(T, b"\x01" * 16, {
+        state = PartitionLeadership
+        h.rm.apply_local_leadership(T, b"\x01" * 16, {
             0: state(ME, 0, (ME,), (ME, OTHER)),             # leader, a follower out of the ISR
             1: state(ME, 0, (ME, OTHER), (ME, OTHER)),       # leader, full ISR (= min.insync.replicas)
             2: state(OTHER, 0, (OTHER,), (ME, OTHER))})      # follower: the leader counts it, not us
         before = replica_manager_gauges(partition_states(h.rm))
-        h.rm.become_leader_or_follower(T, b"\x01" * 16, {0: state(ME, 1, (ME, OTHER), (ME, OTHER))})
+        h.rm.apply_local_leadership(T, b"\x01" * 16, {0: state(ME, 1, (ME, OTHER), (ME, OTHER))})
         return before, replica_manager_gauges(partition_states(h.rm))
 
     before, after = run(tmp_path, scenario, **{"min.insync.replicas": 2})

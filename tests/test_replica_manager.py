@@ -15,7 +15,7 @@ from kafka_compat.protocol.batch_header import parse_header
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.delayed_fetch import FetchParams, PartitionFetchInfo
-from kafka_compat.server.metadata_cache import MetadataCache, PartitionState
+from kafka_compat.server.metadata_cache import MetadataCache, PartitionLeadership
 from kafka_compat.server.replica_manager import ReplicaManager
 
 ME, OTHER = 1, 2
@@ -39,13 +39,13 @@ class Harness:
         self.rm.startup()
 
     def lead(self, epoch: int = 0, isr=(ME,), replicas=(ME,), index: int = 0):
-        state = PartitionState(ME, epoch, tuple(isr), tuple(replicas))
-        assert self.rm.become_leader_or_follower(T, b"\x01" * 16, {index: state}) == {index: ErrorCode.NONE}
+        state = PartitionLeadership(ME, epoch, tuple(isr), tuple(replicas))
+        assert self.rm.apply_local_leadership(T, b"\x01" * 16, {index: state}) == {index: ErrorCode.NONE}
         return self.rm.get_partition(T, index)
 
     def follow(self, epoch: int = 0, index: int = 0):
-        state = PartitionState(OTHER, epoch, (ME, OTHER), (ME, OTHER))
-        self.rm.become_leader_or_follower(T, b"\x01" * 16, {index: state})
+        state = PartitionLeadership(OTHER, epoch, (ME, OTHER), (ME, OTHER))
+        self.rm.apply_local_leadership(T, b"\x01" * 16, {index: state})
         return self.rm.get_partition(T, index)
 
     def produce(self, acks: int, *batches_, timeout_ms: int = 30_000, index: int = 0):
@@ -361,7 +361,7 @@ def test_a_partition_led_elsewhere_is_not_leader_or_follower_here(tmp_path):
     metadata has it (the client goes to its leader), UNKNOWN_TOPIC_OR_PARTITION when nobody has it."""
     async def scenario(h):
         cache = MetadataCache(ME, "cluster")
-        cache.update_partitions(T, b"\x01" * 16, {0: PartitionState(OTHER, 0, (OTHER,), (OTHER,))})
+        cache.update_partitions(T, b"\x01" * 16, {0: PartitionLeadership(OTHER, 0, (OTHER,), (OTHER,))})
         rm = ReplicaManager(ME, h.logs, lambda topic: h.config, hw_checkpoint_interval_ms=3_600_000,
                             metadata_cache=cache)
         rm.startup()

@@ -41,7 +41,7 @@ from kafka_compat.server.dynamic_broker_config import DynamicBrokerConfig
 from kafka_compat.server.dynamic_config_manager import DynamicConfigManager
 from kafka_compat.server.kafka_apis import KafkaApis
 from kafka_compat.server.metadata import MetadataApi
-from kafka_compat.server.metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
+from kafka_compat.server.metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionLeadership
 from kafka_compat.server.zk_admin_manager import ZkAdminManager
 from kafka_compat.server.zk_config_manager import ZkConfigManager
 from kafka_compat.testing import zookeeper_missing
@@ -64,7 +64,7 @@ def apply_update_metadata(cache: MetadataCache, body) -> list[str]:
         if any(p.leader == -2 for p in t.partition_states):
             cache.remove_topic(t.topic_name)
             continue
-        cache.update_partitions(t.topic_name, t.topic_id, {p.partition_index: PartitionState(
+        cache.update_partitions(t.topic_name, t.topic_id, {p.partition_index: PartitionLeadership(
             p.leader, p.leader_epoch, tuple(p.isr), tuple(p.replicas), p.zk_version, p.controller_epoch,
             tuple(p.offline_replicas)) for p in t.partition_states})
     return [t.topic_name for t in body.topic_states]

@@ -29,6 +29,7 @@ from test_acl_matrix import produce_body
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.sasl import ScramMechanism
+from kafka_compat.sanitizer import sanitize
 from kafka_compat.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -42,8 +43,8 @@ from kafka_compat.security.acl import (
 )
 from kafka_compat.security.authorizer import AclAuthorizer
 from kafka_compat.security.principal import KafkaPrincipal
-from kafka_compat.security.scram import credential_from_password, parse_credential
-from kafka_compat.security.zk_stores import ZkAclStore, ZkCredentialStore, sanitize
+from kafka_compat.security.scram import credential_from_password, format_credential, parse_credential
+from kafka_compat.security.zk_stores import ZkAclStore, ZkCredentialStore
 from kafka_compat.testing import EmbeddedZooKeeper, zookeeper_missing
 from kafka_compat.zk.kafka_zk_client import KafkaZkClient
 
@@ -180,6 +181,31 @@ def test_scram_credentials_in_config_users_and_followed_by_another_broker(client
         assert "SCRAM-SHA-512" not in config and config["producer_byte_rate"] == "1024"
         eventually(lambda: c2.lookup(SHA512, "alice") is None, "broker 2 sees the deletion")
         assert ZkCredentialStore(raw).lookup(SHA256, "alice") == cred          # a store opened later
+    finally:
+        c2.close()
+
+
+def test_credentials_written_under_the_old_encoding_are_read_and_moved_to_kafkas(clients):
+    """Earlier releases wrote /config/users/a~b (Python's quote keeps '~'); Kafka's Sanitizer writes
+    a%7Eb. The old znode is still read; the next change writes Kafka's name and retires the old copy,
+    which neither this broker nor another then reads back, on a notification or a restart."""
+    zk1, zk2, raw = clients
+    old = credential_from_password(SHA256, "old-secret", 4096)
+    zk1.change_entity_config("users", "a~b", {"SCRAM-SHA-256": format_credential(old), "producer_byte_rate": "7"})
+    c1, c2 = ZkCredentialStore(zk1), ZkCredentialStore(zk2)
+    c2.listen()
+    try:
+        assert c1.lookup(SHA256, "a~b") == old and c2.lookup(SHA256, "a~b") == old
+        new = credential_from_password(SHA256, "new-secret", 4096)
+        c1.alter(upserts=[("a~b", SHA256, new)])
+        config = json.loads(raw.zk.get("/config/users/a%7Eb")[0])["config"]
+        assert parse_credential(config["SCRAM-SHA-256"]) == new
+        assert json.loads(raw.zk.get("/config/users/a~b")[0])["config"] == {"producer_byte_rate": "7"}
+        eventually(lambda: c2.lookup(SHA256, "a~b") == new, "broker 2 sees the new credential")
+        c1.alter(upserts=[("zed", SHA256, new)])     # notifications are handled in order: past the old znode's
+        eventually(lambda: c2.lookup(SHA256, "zed") == new, "broker 2 sees a later change")
+        assert c2.lookup(SHA256, "a~b") == new
+        assert ZkCredentialStore(raw).lookup(SHA256, "a~b") == new
     finally:
         c2.close()
 

@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from ..endpoint import SecurityProtocol
-from ..leader_and_isr import LEADER_DURING_DELETE, LeaderIsrAndControllerEpoch
+from ..leader_and_isr import LeaderIsrAndControllerEpoch
 from ..protocol.messages.leader_and_isr import LeaderAndIsrRequest
 from ..protocol.messages.stop_replica import StopReplicaRequest
 from ..protocol.messages.update_metadata import UpdateMetadataRequest
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import LEADER_DURING_DELETE
 from ..zk.zk_data import BrokerInfo, ReplicaAssignment, TopicPartition
 from .controller_context import ControllerContext
 

@@ -13,12 +13,10 @@ from collections.abc import Hashable, Iterable
 from typing import NamedTuple
 
 from ..leader_and_isr import LeaderIsrAndControllerEpoch
+from ..sentinels import EPOCH_DURING_DELETE, NO_EPOCH
 from ..zk.zk_data import BrokerInfo, ReplicaAssignment, TopicPartition
 
 log = logging.getLogger(__name__)
-
-NO_EPOCH = -1                 # the leader epoch of a partition without leadership information
-EPOCH_DURING_DELETE = -2      # the leader epoch StopReplica carries for a topic being deleted
 
 
 class PartitionState(enum.Enum):
@@ -154,10 +152,6 @@ class ControllerContext:
     def live_or_shutting_down_brokers(self) -> list[BrokerInfo]:
         return [self._live_brokers[i] for i in sorted(self._live_brokers)]
 
-    @property
-    def live_broker_id_and_epochs(self) -> dict[int, int]:
-        return dict(self._live_broker_epochs)
-
     def broker(self, broker_id: int) -> BrokerInfo | None:
         return self._live_brokers.get(broker_id)
 
@@ -183,9 +177,6 @@ class ControllerContext:
 
     def update_partition_full_replica_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         self.partition_assignments.setdefault(tp.topic, {})[tp.partition] = assignment
-
-    def partition_full_replica_assignment_for_topic(self, topic: str) -> dict[TopicPartition, ReplicaAssignment]:
-        return {TopicPartition(topic, p): a for p, a in self.partition_assignments.get(topic, {}).items()}
 
     @property
     def all_partitions(self) -> list[TopicPartition]:
@@ -245,10 +236,6 @@ class ControllerContext:
 
     def clear_partition_leadership_info(self) -> None:
         self._leadership.clear()
-
-    @property
-    def partitions_leadership_info(self) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        return self._leadership
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         if tp.topic in self.topics_to_be_deleted:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
-from ..leader_and_isr import NO_LEADER, LeaderAndIsr
+from ..leader_and_isr import LeaderAndIsr
+from ..sentinels import NO_LEADER
 
 
 class ElectionResult(NamedTuple):

@@ -20,10 +20,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..leader_and_isr import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
+from ..leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import NO_LEADER, UNKNOWN_BROKER_EPOCH
 from ..server import features as ft
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import ControllerMovedError, KafkaZkClient, NodeExistsError, ZkWatch
@@ -47,7 +48,6 @@ from .topic_deletion_manager import TopicDeletionManager
 log = logging.getLogger(__name__)
 
 PREFERRED_ELECTION, UNCLEAN_ELECTION = 0, 1       # ElectLeaders' ElectionType
-UNKNOWN_BROKER_EPOCH = -1
 AUTO_REBALANCE_FIRST_DELAY_S = 5.0
 
 # ElectLeaders' outcome per partition: the new leader's id, or why there is none
@@ -258,10 +258,6 @@ class KafkaController:
         """A topic's unclean.leader.election.enable was turned on: elect for its offline partitions."""
         self._put("TopicUncleanLeaderElectionEnable",
                   lambda: self.is_active and self.partition_state_machine.trigger_online_partition_state_change(topic))
-
-    def enable_default_unclean_leader_election(self) -> None:
-        self._put("UncleanLeaderElectionEnable",
-                  lambda: self.is_active and self.partition_state_machine.trigger_online_partition_state_change())
 
     # -- election -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from .classic.classic_group import ClassicGroup, JoinResult, SyncResult
 from .classic.classic_group_protocol import ClassicGroupProtocol
@@ -28,7 +29,6 @@ from .coordinator_records import (
     read_offset_value,
 )
 from .coordinator_runtime import CoordinatorRuntime
-from .group import now_ms
 from .group_config import GroupConfigManager
 from .group_metadata_manager import GroupMetadataManager, classic_group_from_value
 from .modern.consumer_group import ConsumerGroup

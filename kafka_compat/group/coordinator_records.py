@@ -35,6 +35,7 @@ from ..protocol.messages.consumer_offsets import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from ..sentinels import GROUP_METADATA_TOPIC_NAME  # noqa: F401  (re-exported)
 
 _VERSION = struct.Struct(">h")
 OFFSET_KEY_VERSION = 1
@@ -42,7 +43,6 @@ GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
 
 class OffsetAndMetadata(NamedTuple):

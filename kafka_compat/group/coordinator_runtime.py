@@ -29,7 +29,8 @@ from kafka_compat.storage.validator import COORDINATOR
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import ControlRecordType, batches, build_batch, control_record_type
-from .coordinator_records import GROUP_METADATA_TOPIC_NAME, partition_for
+from ..sentinels import GROUP_METADATA_TOPIC_NAME
+from .coordinator_records import partition_for
 
 log = logging.getLogger(__name__)
 

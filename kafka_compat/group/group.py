@@ -9,7 +9,6 @@ subscribed to this topic, when do its offsets expire, may it be deleted.
 from __future__ import annotations
 
 import enum
-import time
 from abc import ABC, abstractmethod
 from typing import Callable
 
@@ -23,9 +22,6 @@ class GroupType(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Group(ABC):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
 from .classic.classic_group import ClassicGroup, GroupState
@@ -27,7 +28,7 @@ from .coordinator_records import (
     group_metadata_key,
     group_metadata_value,
 )
-from .group import Group, GroupType, now_ms
+from .group import Group, GroupType
 from .modern.consumer_group import ConsumerGroup
 from .modern.records import consumer_group_tombstones
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from .coordinator_records import (
     GROUP_METADATA_TOPIC_NAME,
@@ -19,7 +20,6 @@ from .coordinator_records import (
     offset_commit_key,
     offset_commit_value,
 )
-from .group import now_ms
 
 log = logging.getLogger(__name__)
 

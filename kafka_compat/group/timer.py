@@ -37,9 +37,6 @@ class Timer:
         if handle is not None:
             handle.cancel()
 
-    def is_scheduled(self, key: Hashable) -> bool:
-        return key in self._handles
-
     def cancel_all(self) -> None:
         for handle in self._handles.values():
             handle.cancel()

@@ -2,6 +2,10 @@
 measures against, whether of bytes, request time, partitions or connections."""
 from __future__ import annotations
 
+# a sensor (a client's or an IP's quota window) unused this long is dropped (Kafka's
+# InactiveSensorExpirationTimeSeconds, 3600 s, for client and connection quotas alike)
+INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000
+
 
 class Sample:
     __slots__ = ("value", "count", "start_ms", "last_event_ms")

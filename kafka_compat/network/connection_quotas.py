@@ -20,14 +20,13 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import time
 
-from ..metrics.stats import SampledStat
+from ..clock import monotonic_ms
+from ..metrics.stats import INACTIVE_SENSOR_EXPIRATION_MS, SampledStat
 
 log = logging.getLogger(__name__)
 
 UNLIMITED = 2**31 - 1
-INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000
 
 
 def parse_overrides(value: str | None) -> dict[str, int]:
@@ -60,9 +59,6 @@ def address_of(host: str) -> str:
         log.warning("cannot resolve %r: its connection quota applies to nothing", host)
         return host
 
-
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 def normalize_ip(ip: str) -> str:
@@ -102,7 +98,7 @@ class RateQuota:
 class ConnectionQuotas:
     def __init__(self, max_connections: int = UNLIMITED, max_per_ip: int = UNLIMITED,
                  per_ip_overrides: dict[str, int] | None = None, *, max_connection_rate: int = UNLIMITED,
-                 samples: int = 11, window_seconds: int = 1, clock=now_ms):
+                 samples: int = 11, window_seconds: int = 1, clock=monotonic_ms):
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.overrides = dict(per_ip_overrides or {})

@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from ..sentinels import NO_TIMESTAMP
+
 OFFSET_OFFSET = 0
 SIZE_OFFSET = 8
 LOG_OVERHEAD = 12
@@ -52,8 +54,6 @@ TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
 
-NO_TIMESTAMP = -1
-
 # Every magic-2 header field, in order.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 # The fields a client append is checked against (PartitionLeaderEpoch and BaseTimestamp skipped):
@@ -62,8 +62,6 @@ V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 V2_APPEND_FIELDS = struct.Struct(">qi4xbIhi8xqqhii")
 # What offset assignment rewrites in place: BaseOffset, Length (kept), PartitionLeaderEpoch.
 OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
-# ProducerId, ProducerEpoch, BaseSequence, (skip) RecordsCount: the idempotence fields.
-PRODUCER_FIELDS = struct.Struct(">qhii")
 _PREFIX = struct.Struct(">qiib")          # offset, size, epoch-or-crc, magic
 _LEGACY_V1 = struct.Struct(">qiIbbq")
 _CRC = struct.Struct(">I")
@@ -149,24 +147,3 @@ def crc_valid(buf, at: int, size: int) -> bool:
     if mv[at + MAGIC_OFFSET] >= 2:
         return _CRC.unpack_from(mv, at + CRC_OFFSET)[0] == crc32c(mv[at + ATTRIBUTES_OFFSET: at + size])
     return _CRC.unpack_from(mv, at + LEGACY_CRC_OFFSET)[0] == zlib.crc32(mv[at + MAGIC_OFFSET: at + size])
-
-
-class ProducerFields(NamedTuple):
-    """The idempotence fields of the first v2 batch of a produce: who wrote it, and which sequences."""
-
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
-
-    @property
-    def last_sequence(self) -> int:
-        return (self.base_sequence + self.records_count - 1) % (1 << 31)
-
-
-def producer_fields(records) -> ProducerFields | None:
-    """Producer fields of the first magic-2 batch in ``records``, or None when it is not idempotent."""
-    if records is None or len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != 2:
-        return None
-    fields = ProducerFields._make(PRODUCER_FIELDS.unpack_from(records, PRODUCER_ID_OFFSET))
-    return fields if fields.producer_id >= 0 else None

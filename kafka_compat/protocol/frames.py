@@ -113,9 +113,6 @@ class FrameReader:
         """Bytes still to come for the large frame being received (0 between large frames)."""
         return self._big_size - self._big_fill if self._big is not None else 0
 
-    def next_frame(self) -> bytearray | None:
-        return self._frames.pop(0) if self._frames else None
-
     def frames(self) -> list[bytearray]:
         out, self._frames = self._frames, []
         return out

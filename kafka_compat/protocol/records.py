@@ -58,12 +58,19 @@ Errors: every malformed input raises CorruptRecordError(message, position). Its
 from __future__ import annotations
 
 import struct
-import time
 import zlib
 from typing import Iterable, Iterator, NamedTuple
 
 import crc32c as _crc32c
 
+from ..clock import now_ms
+from ..sentinels import (  # noqa: F401  (RecordBatch's names, re-exported)
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+)
 from .compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     NONE,
@@ -129,11 +136,6 @@ from .batch_header import (  # noqa: E402,F401  (re-exported: the views' callers
 _MIN_LENGTH = (RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
 
 NO_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME = -1, 0, 1
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
 _INT32_MAX = 0x7FFFFFFF
 
 
@@ -670,9 +672,6 @@ def end_transaction_marker(value) -> tuple[int, int]:
 # --- builders ---------------------------------------------------------------------
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 def _normalize(item) -> tuple:
     """(key, value, headers, timestamp) from a tuple or a record-like object."""
@@ -730,7 +729,7 @@ def build_batch(records: Iterable, *, base_offset: int = 0, compression: int = N
     for item in items:
         ts = item[3]
         if ts is None:
-            now = _now_ms() if now is None else now
+            now = now_ms() if now is None else now
             ts = now
         timestamps.append(ts)
     deltas = list(range(len(items))) if offset_deltas is None else list(offset_deltas)
@@ -815,7 +814,7 @@ def build_legacy_message_set(records: Iterable, *, magic: int, compression: int 
     if any(item[2] for item in items):
         raise ValueError("record headers need magic 2")
     type_bit = TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0
-    now = _now_ms()
+    now = now_ms()
     timestamps = [NO_TIMESTAMP if magic == 0 else (now if ts is None else ts)
                   for _k, _v, _h, ts in items]
     inner_relative = compression != NONE and magic == 1

@@ -6,8 +6,6 @@ import ipaddress
 from enum import IntEnum
 from typing import NamedTuple
 
-from ..protocol.errors import ErrorCode
-
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
@@ -112,14 +110,6 @@ SUPPORTED_OPERATIONS = {
     ResourceType.TRANSACTIONAL_ID: (AclOperation.WRITE, AclOperation.DESCRIBE),
     ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
     ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
-}
-
-AUTHORIZATION_ERROR = {
-    ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-    ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
-    ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-    ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-    ResourceType.DELEGATION_TOKEN: ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
 }
 
 

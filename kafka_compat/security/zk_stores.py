@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Callable, Iterable, Mapping
-from urllib.parse import quote, unquote
 
-from ..server.zk_config_manager import ZkConfigManager
+from ..clock import now_ms
+from ..sanitizer import desanitize, legacy_sanitize, sanitize
+from ..server.zk_config_manager import CHANGE_EXPIRATION_MS, ZkConfigManager
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
@@ -33,17 +33,7 @@ from .stores import SecurityStores
 
 log = logging.getLogger(__name__)
 
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000       # Kafka purges change notifications older than this
 SCRAM_KEYS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer: a user name as a znode name (URL-encoded, '*' as %2A, space as %20)."""
-    return quote(name, safe="")
-
-
-def desanitize(name: str) -> str:
-    return unquote(name)
 
 
 class ChangeListener:
@@ -146,7 +136,7 @@ class ZkAclStore:
         """Call `on_change(patterns)` (on the listener's thread) with the resources other brokers changed."""
         def process() -> None:
             changed = set()
-            now = time.time() * 1000
+            now = now_ms()
             for extended in (False, True):
                 for seq, rtype, name, ptype in self.zk.get_acl_change_notifications(extended, self._last[extended]):
                     changed.add(ResourcePattern(ResourceType.from_name(rtype), name, PatternType.from_name(ptype)))
@@ -181,15 +171,22 @@ class ZkCredentialStore(CredentialStore):
         self._own_manager: ZkConfigManager | None = None
         users = {}
         for name in zk.get_all_entities_with_config("users"):
-            creds = self._fetch(name)
+            user = desanitize(name)
+            creds = self._fetch_user(user)
             if creds:
-                users[desanitize(name)] = creds
+                users[user] = creds
         super().__init__(users)
 
     def _fetch(self, sanitized: str) -> dict[str, ScramCredential]:
         path = zd.config_entity_path("users", sanitized)
         data, _ = self.zk.get_data_and_stat(path)
         return decode_user_config(data) if data else {}
+
+    def _fetch_user(self, user: str) -> dict[str, ScramCredential]:
+        """The credentials under Kafka's encoding of the name, else under the one earlier releases wrote."""
+        creds = self._fetch(sanitize(user))
+        legacy = legacy_sanitize(user)
+        return creds if creds or legacy == sanitize(user) else self._fetch(legacy)
 
     def _persist(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Write each changed user's credentials beside the keys (quotas) ZooKeeper holds for it, and announce."""
@@ -201,6 +198,17 @@ class ZkCredentialStore(CredentialStore):
             config = {k: v for k, v in self.zk.get_entity_configs("users", sanitized).items() if k not in SCRAM_KEYS}
             config.update({m: format_credential(c) for m, c in wanted.items()})
             self.zk.change_entity_config("users", sanitized, config)
+            self._retire_legacy_znode(user)
+
+    def _retire_legacy_znode(self, user: str) -> None:
+        """Drop the credentials an earlier release wrote under its own encoding of the name (`~` kept):
+        the user's credentials now live under Kafka's, and a stale copy would come back on a restart."""
+        legacy = legacy_sanitize(user)
+        if legacy == sanitize(user):
+            return
+        config = self.zk.get_entity_configs("users", legacy)
+        if any(k in config for k in SCRAM_KEYS):
+            self.zk.change_entity_config("users", legacy, {k: v for k, v in config.items() if k not in SCRAM_KEYS})
 
     def listen(self) -> None:
         """Follow the credential changes announced from here on, by other brokers and Kafka's tools (every
@@ -220,11 +228,12 @@ class ZkCredentialStore(CredentialStore):
             return
         with self._lock:
             users = dict(self._users)
-            creds = self._fetch(sanitized)
+            user = desanitize(sanitized)
+            creds = self._fetch_user(user)
             if creds:
-                users[desanitize(sanitized)] = creds
+                users[user] = creds
             else:
-                users.pop(desanitize(sanitized), None)
+                users.pop(user, None)
             self._users = users
 
     def close(self) -> None:

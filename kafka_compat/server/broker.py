@@ -46,7 +46,6 @@ from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
-from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
 from ..group.group_config import GroupConfigManager
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
 from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
@@ -54,13 +53,16 @@ from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
 from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.frames import CONTROLLED_SHUTDOWN
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from ..sanitizer import desanitize
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
-from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TransactionCoordinator
+from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from ..transaction import TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
@@ -69,7 +71,7 @@ from .api_versions import ApiVersionsApi
 from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_metrics_manager import ClientMetricsManager
-from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers, desanitize
+from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers
 from .client_quotas import ClientQuotasApi
 from .client_telemetry import ClientTelemetryApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
@@ -133,8 +135,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
                    SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
                    DelegationTokenApis)
-CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
-OFFSETS_TOPIC = "__consumer_offsets"
+CONTROLLED_SHUTDOWN_VERSION = 3
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
 
@@ -501,8 +502,8 @@ class Broker:
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
                              self.controller_metrics, AuthHelper(self.authorizer), self.config_manager)
-        # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
-        # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
+        # the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics, CreatePartitions,
+        # AlterConfigs through ZooKeeper) come from the factories given to Broker
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
             # UpdateFeatures goes to the KafkaController the service runs (as the admin manager's topic changes)
@@ -778,7 +779,7 @@ class Broker:
 
     def _resign_coordinators(self, partitions) -> None:
         for partition in partitions:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
                 self.txn_coordinator.on_resign(partition.index, -1)
@@ -807,7 +808,7 @@ class Broker:
 
     def _on_zk_resumed(self) -> None:
         for partition in self.replica_manager.unfence_leadership(restore=True):
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME:
                 self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)

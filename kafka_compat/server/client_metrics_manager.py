@@ -16,7 +16,6 @@ import base64
 import logging
 import os
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 import crc32c
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
+from ..clock import monotonic_ms
 from ..configdef import INT, LIST, MEDIUM, ConfigDef
 from ..protocol.compression import CompressionError, DecompressedSizeError, decompress
 from ..protocol.errors import ErrorCode, KafkaError
@@ -142,7 +142,7 @@ def subscription_id(metrics: list[str], interval_ms: int, instance_id: bytes) ->
 
 
 class ClientMetricsManager:
-    def __init__(self, telemetry_max_bytes: int, clock=lambda: time.monotonic() * 1000):
+    def __init__(self, telemetry_max_bytes: int, clock=monotonic_ms):
         self.telemetry_max_bytes = telemetry_max_bytes
         self.clock = clock
         self.subscriptions: dict[str, Subscription] = {}

@@ -24,9 +24,10 @@ import logging
 import math
 import time
 from typing import NamedTuple
-from urllib.parse import unquote_plus
 
-from ..metrics.stats import SampledStat
+from ..clock import monotonic_ms
+from ..metrics.stats import INACTIVE_SENSOR_EXPIRATION_MS, SampledStat
+from ..sanitizer import sanitize
 
 log = logging.getLogger(__name__)
 
@@ -41,34 +42,10 @@ CONNECTION_CREATION_RATE = "connection_creation_rate"
 USER_AND_CLIENT_QUOTA_KEYS = {PRODUCER_BYTE_RATE: True, CONSUMER_BYTE_RATE: True, REQUEST_PERCENTAGE: False,
                               CONTROLLER_MUTATION_RATE: False}
 IP_QUOTA_KEYS = {CONNECTION_CREATION_RATE: True}
-INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000
 NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
 
 # which kinds of quota entities have ever been configured (Kafka's QuotaTypes)
 NO_QUOTAS, CLIENT_ID_QUOTAS, USER_QUOTAS, USER_CLIENT_ID_QUOTAS = 0, 1, 2, 4
-
-
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: URL-encoding as Java's URLEncoder does, '*' and ' ' percent-encoded.
-
-    User names and client ids appear this way in znode names and quota metric tags."""
-    out = []
-    for b in name.encode("utf-8"):
-        c = chr(b)
-        if c.isascii() and (c.isalnum() or c in ".-_"):
-            out.append(c)
-        else:
-            out.append(f"%{b:02X}")
-    return "".join(out)
-
-
-def desanitize(name: str) -> str:
-    """Kafka's Sanitizer.desanitize (URLDecoder: '+' is a space)."""
-    return unquote_plus(name)
 
 
 def principal_user(connection) -> str:
@@ -116,7 +93,7 @@ class ClientQuotaManager:
 
     metric_name = "byte-rate"
 
-    def __init__(self, quota_type: str, *, samples: int = 11, window_seconds: int = 1, clock=now_ms):
+    def __init__(self, quota_type: str, *, samples: int = 11, window_seconds: int = 1, clock=monotonic_ms):
         self.quota_type = quota_type
         self.samples = samples
         self.window_ms = window_seconds * 1000
@@ -281,7 +258,7 @@ class QuotaManagers:
     what it mutated (for the metrics); its token buckets are controller_mutation_quota.py's."""
 
     def __init__(self, *, samples: int = 11, window_seconds: int = 1, controller_samples: int = 11,
-                 controller_window_seconds: int = 1, clock=now_ms):
+                 controller_window_seconds: int = 1, clock=monotonic_ms):
         self.produce = ClientQuotaManager("Produce", samples=samples, window_seconds=window_seconds, clock=clock)
         self.fetch = ClientQuotaManager("Fetch", samples=samples, window_seconds=window_seconds, clock=clock)
         self.request = ClientRequestQuotaManager(samples=samples, window_seconds=window_seconds, clock=clock)

@@ -18,8 +18,9 @@ import ipaddress
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_client_quotas import AlterClientQuotasResponse
 from ..protocol.messages.describe_client_quotas import DescribeClientQuotasResponse
+from ..sanitizer import desanitize, sanitize
 from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
-from .client_quota_manager import DEFAULT, IP_QUOTA_KEYS, USER_AND_CLIENT_QUOTA_KEYS, desanitize, sanitize
+from .client_quota_manager import DEFAULT, IP_QUOTA_KEYS, USER_AND_CLIENT_QUOTA_KEYS
 from .config_store import user_client_name
 from .dynamic_config_manager import DynamicConfigManager
 from .registry import handles

@@ -23,12 +23,12 @@ from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from ..protocol.messages.list_config_resources import ListConfigResourcesResponse
+from ..sanitizer import sanitize
 from .admin_manager import resolved, respond
 from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
 from .auth_helper import GROUP as GROUP_RESOURCE
 from .auth_helper import TOPIC as TOPIC_RESOURCE
 from .client_metrics_manager import CLIENT_METRICS_CONFIG_DEF, ClientMetricsManager, validate_subscription
-from .client_quota_manager import sanitize
 from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
 from .dynamic_broker_config import DEFAULT
 from .dynamic_config_manager import DynamicConfigManager

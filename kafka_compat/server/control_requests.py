@@ -26,16 +26,14 @@ from ..protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from ..protocol.messages.stop_replica import StopReplicaResponse
 from ..protocol.messages.update_metadata import UpdateMetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, UNKNOWN_BROKER_EPOCH
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
-from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
+from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionLeadership
 from .registry import handles
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-UNKNOWN_BROKER_EPOCH = -1
 DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 _PROTOCOLS = list(SecurityProtocol)
 
@@ -44,19 +42,19 @@ def _protocol_name(protocol_id: int) -> str:
     return _PROTOCOLS[protocol_id].value if 0 <= protocol_id < len(_PROTOCOLS) else str(protocol_id)
 
 
-def _partition_state(s) -> PartitionState:
-    return PartitionState(s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas), s.partition_epoch,
+def _partition_state(s) -> PartitionLeadership:
+    return PartitionLeadership(s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas), s.partition_epoch,
                           s.controller_epoch, adding_replicas=tuple(getattr(s, "adding_replicas", ()) or ()),
                           removing_replicas=tuple(getattr(s, "removing_replicas", ()) or ()))
 
 
-def _topics(req, grouped: bool, with_ids: bool, state) -> list[tuple[str, bytes, dict[int, PartitionState]]]:
+def _topics(req, grouped: bool, with_ids: bool, state) -> list[tuple[str, bytes, dict[int, PartitionLeadership]]]:
     """(topic, topic id, {partition: state}) from a request's TopicStates, or from the ungrouped
     partition states of the versions before topics were grouped."""
     if grouped:
         return [(t.topic_name, t.topic_id if with_ids else ZERO_UUID,
                  {s.partition_index: state(s) for s in t.partition_states}) for t in req.topic_states]
-    by_topic: dict[str, dict[int, PartitionState]] = {}
+    by_topic: dict[str, dict[int, PartitionLeadership]] = {}
     for s in req.ungrouped_partition_states:
         by_topic.setdefault(s.topic_name, {})[s.partition_index] = state(s)
     return [(name, ZERO_UUID, states) for name, states in by_topic.items()]
@@ -141,23 +139,23 @@ class ControlRequestsApi:
         return self._apply_leader_and_isr(request, topics)
 
     @staticmethod
-    def _leader_and_isr_topics(req, v) -> list[tuple[str, bytes, dict[int, PartitionState]]]:
+    def _leader_and_isr_topics(req, v) -> list[tuple[str, bytes, dict[int, PartitionLeadership]]]:
         return _topics(req, grouped=v >= 2, with_ids=v >= 5, state=_partition_state)
 
     def _apply_leader_and_isr(self, request, topics):
         req, v = request.body, request.api_version
-        result = self.replica_manager.apply_leader_and_isr(req.controller_id, req.controller_epoch, topics)
+        result = self.replica_manager.become_leader_or_follower(req.controller_id, req.controller_epoch, topics)
         if result.error_code:
             return self._leader_and_isr_error(req, v, result.error_code)
         for partition in result.leaders:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
-            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
         for partition in result.followers:
-            if partition.topic == OFFSETS_TOPIC:
+            if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
-            elif partition.topic == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+            elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(partition.index, partition.leader_epoch)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
@@ -225,9 +223,9 @@ class ControlRequestsApi:
         return BrokerInfo(b.id, endpoints, b.rack if v >= 2 else None)
 
     @staticmethod
-    def _update_metadata_topics(req, v) -> list[tuple[str, bytes, dict[int, PartitionState]]]:
-        def state(s) -> PartitionState:
-            return PartitionState(s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas), s.zk_version,
+    def _update_metadata_topics(req, v) -> list[tuple[str, bytes, dict[int, PartitionLeadership]]]:
+        def state(s) -> PartitionLeadership:
+            return PartitionLeadership(s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas), s.zk_version,
                                   s.controller_epoch, offline_replicas=tuple(s.offline_replicas if v >= 4 else ()))
         return _topics(req, grouped=v >= 5, with_ids=v >= 7, state=state)
 
@@ -247,9 +245,9 @@ class ControlRequestsApi:
             return self._stop_replica_response(error, {(t, i): error for t, i, _, _ in entries})
         for topic, index, leader_epoch, delete in entries:
             # a reassignment moves replicas away without a LeaderAndIsr to them: unload here too
-            if topic == OFFSETS_TOPIC and delete and errors.get((topic, index)) == ErrorCode.NONE:
+            if topic == GROUP_METADATA_TOPIC_NAME and delete and errors.get((topic, index)) == ErrorCode.NONE:
                 self.group_coordinator.on_resignation(index, leader_epoch)
-            elif topic == TRANSACTION_STATE_TOPIC and errors.get((topic, index)) == ErrorCode.NONE \
+            elif topic == TRANSACTION_STATE_TOPIC_NAME and errors.get((topic, index)) == ErrorCode.NONE \
                     and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(index, leader_epoch)
         if self.replica_manager.fetcher_manager is not None:

@@ -19,10 +19,10 @@ import json
 import logging
 import os
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field, replace
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.sasl import ScramMechanism
 from ..security.principal import KafkaPrincipal, parse_principal
@@ -169,7 +169,7 @@ def new_token_id() -> str:
 
 
 class DelegationTokenManager:
-    def __init__(self, config, store, clock=lambda: int(time.time() * 1000)):
+    def __init__(self, config, store, clock=now_ms):
         secret = config["delegation.token.secret.key"]
         self.secret = secret.value if secret is not None else \
             getattr(config, "originals", {}).get("delegation.token.master.key")     # the name before Kafka 4

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.describe_topic_partitions import DescribeTopicPartitionsResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import INTERNAL_TOPICS
 from .auth_helper import DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .registry import handles
-from .topics import INTERNAL_TOPICS, validate_name
+from .topics import validate_name
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 

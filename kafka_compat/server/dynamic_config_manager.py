@@ -20,7 +20,8 @@ import asyncio
 import logging
 from typing import Callable
 
-from .client_quota_manager import DEFAULT, QuotaManagers, desanitize
+from ..sanitizer import desanitize
+from .client_quota_manager import DEFAULT, QuotaManagers
 from .config_store import ConfigStore
 from .dynamic_broker_config import DynamicBrokerConfig
 

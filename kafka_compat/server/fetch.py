@@ -30,8 +30,6 @@ from .registry import handles
 from .replica_manager import ReplicaManager
 
 READ_COMMITTED = 1
-# Below this many bytes a response is cheaper to copy than to splice with sendfile.
-SENDFILE_MIN_BYTES = 16384
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 DENIED = object()           # a topic the caller may not read
@@ -286,7 +284,7 @@ class FetchApi:
                                        for a in info.aborted_transactions]
         size = info.records.size
         if size:
-            pd.records = self._records(v, info.records, size)
+            pd.records = self._records(v, info.records)
             self.broker_topic_stats.record_bytes_out(name, size, from_follower)
         return pd
 
@@ -307,10 +305,10 @@ class FetchApi:
         return throttle
 
     @staticmethod
-    def _records(version: int, records, size: int):
+    def _records(version: int, records):
         if version < 4:
             # Fetch v0-v1 read magic 0, v2-v3 magic 1: convert what the log holds.
             return down_convert(records.read_bytes(), 0 if version < 2 else 1)
-        if size < SENDFILE_MIN_BYTES:
-            return records.read_bytes()
+        if records.data is not None:        # the log copied a read below COPY_BELOW_BYTES: no sendfile
+            return records.data
         return FileRecords(records)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 from collections import OrderedDict
+
+from ..clock import monotonic_ms
 
 INITIAL_EPOCH = 0          # a full request that asks for a new session (closing the one named)
 FINAL_EPOCH = -1           # a full request without a session (closing the one named)
@@ -85,14 +86,11 @@ class FetchSession:
                 partitions[key] = cached
 
 
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
 
 class FetchSessionCache:
     """At most ``max_slots`` sessions (max.incremental.fetch.session.cache.slots), evicted by Kafka's rules."""
 
-    def __init__(self, max_slots: int = 1000, eviction_ms: int = EVICTION_MS, clock=now_ms):
+    def __init__(self, max_slots: int = 1000, eviction_ms: int = EVICTION_MS, clock=monotonic_ms):
         self.max_slots = max_slots
         self.eviction_ms = eviction_ms
         self.clock = clock

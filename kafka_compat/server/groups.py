@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from ..group import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
+from ..group import OffsetAndMetadata
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_groups import DeleteGroupsResponse
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
@@ -25,6 +25,7 @@ from ..protocol.messages.offset_fetch import OffsetFetchResponse
 from ..protocol.messages.sync_group import SyncGroupResponse
 from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import GROUP_METADATA_TOPIC_NAME
 from .auth_helper import (
     AUTHORIZED_OPS_NOT_REQUESTED,
     DELETE,

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
 from ..protocol.errors import ErrorCode, KafkaError
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
+from ..sentinels import INTERNAL_TOPICS
+from .metadata_cache import MetadataCache, PartitionLeadership
 from .replica_manager import ReplicaManager
 from .topics import Topic, TopicRegistry, validate_name
 
@@ -86,7 +87,7 @@ class LocalController:
         if now < end:
             me = self.broker_id
             self.metadata_cache.update_partitions(topic.name, topic.topic_id, {
-                i: PartitionState(-1, LEADER_EPOCH, (me,), (me,)) for i in range(now, end)})
+                i: PartitionLeadership(-1, LEADER_EPOCH, (me,), (me,)) for i in range(now, end)})
             asyncio.get_running_loop().call_soon(self._publish_later, topic.name, topic.topic_id, now, end)
 
     def _storage(self, what: str, action):
@@ -105,8 +106,8 @@ class LocalController:
         i = first
         while i < end:
             upto = end if deadline is None else i + 1
-            states = {p: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for p in range(i, upto)}
-            self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states, messages)
+            states = {p: PartitionLeadership(me, LEADER_EPOCH, (me,), (me,)) for p in range(i, upto)}
+            self.replica_manager.apply_local_leadership(topic.name, topic.topic_id, states, messages)
             self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
             i = upto
             if deadline is not None and time.monotonic() >= deadline:

@@ -33,9 +33,6 @@ class LogDirFailureChannel:
         for directory in pending:
             loop.call_soon_threadsafe(handler, directory)
 
-    def has_offline_log_dir(self, directory: str) -> bool:
-        return directory in self._offline
-
     @property
     def offline_log_dirs(self) -> set[str]:
         return set(self._offline)

@@ -17,11 +17,12 @@ from typing import Callable
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import INTERNAL_TOPICS
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, CREATE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .controller_mutation_quota import ControllerMutationQuotaManager, unlimited
 from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
-from .topics import INTERNAL_TOPICS, validate_name
+from .topics import validate_name
 
 Partition = MetadataResponse.MetadataResponsePartition
 log = logging.getLogger(__name__)

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..protocol.primitives import ZERO_UUID
+from ..sentinels import INTERNAL_TOPICS, LEADER_DURING_DELETE, NO_LEADER
 
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
 log = logging.getLogger(__name__)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True)
-class PartitionState:
+class PartitionLeadership:
     """One partition's leadership as the controller last published it."""
 
     leader: int
@@ -62,7 +60,7 @@ class PartitionState:
 class TopicMetadata:
     name: str
     topic_id: bytes
-    partition_states: dict[int, PartitionState] = field(default_factory=dict)
+    partition_states: dict[int, PartitionLeadership] = field(default_factory=dict)
 
     @property
     def internal(self) -> bool:
@@ -103,7 +101,7 @@ class MetadataCache:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
 
-    def update_partitions(self, topic: str, topic_id: bytes, states: dict[int, PartitionState]) -> None:
+    def update_partitions(self, topic: str, topic_id: bytes, states: dict[int, PartitionLeadership]) -> None:
         """Add or replace partition states of a topic (a partial update keeps the others)."""
         meta = self.topics.get(topic)
         before = -1
@@ -120,7 +118,7 @@ class MetadataCache:
             self._topics_changed({topic})
 
     def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerInfo],
-                        topics: list[tuple[str, bytes, dict[int, PartitionState]]]) -> list[tuple[str, int]]:
+                        topics: list[tuple[str, bytes, dict[int, PartitionLeadership]]]) -> list[tuple[str, int]]:
         """UpdateMetadata, as Kafka's ZkMetadataCache.updateMetadata: the live brokers and the controller
         are replaced; the partition states given are added or replaced, the others kept; a leader of -2
         (the topic is being deleted) removes the partition. Returns the partitions removed."""
@@ -175,7 +173,7 @@ class MetadataCache:
                 return other
         return None
 
-    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+    def partition_state(self, topic: str, partition: int) -> PartitionLeadership | None:
         meta = self.topics.get(topic)
         return meta.partition_states.get(partition) if meta is not None else None
 

@@ -15,14 +15,13 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_records import DeleteRecordsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+from ..sentinels import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from .auth_helper import CLUSTER_ACTION, DELETE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .fetch import READ_COMMITTED
 from .registry import handles
 from .replica_manager import ReplicaManager
 
 EARLIEST_PENDING_UPLOAD = -6        # KIP-1023; like latest-tiered, nothing is tiered here
-CONSUMER_REPLICA_ID = -1
-DEBUGGING_REPLICA_ID = -2
 # The first version that may ask for each sentinel; an older one is answered UNSUPPORTED_VERSION,
 # as Kafka answers it: max timestamp (KIP-734), earliest local (KIP-405), latest tiered (KIP-1005),
 # earliest pending upload (KIP-1023).

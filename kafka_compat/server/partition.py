@@ -18,7 +18,6 @@ shrink only once the controller has committed it.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -33,15 +32,15 @@ from kafka_compat.storage.local_log import (
 from kafka_compat.storage.unified_log import FetchIsolation, LogOffsetMetadata, UnifiedLog
 from kafka_compat.storage.validator import CLIENT
 
+from ..clock import monotonic_ms
 from ..protocol.errors import ErrorCode, KafkaError
+from ..sentinels import DEBUGGING_REPLICA_ID, NO_LEADER
 from .alter_partition_listener import IsrChangeMeters
-from .metadata_cache import NO_LEADER, PartitionState
+from .metadata_cache import PartitionLeadership
 
 logger = logging.getLogger(__name__)
 
 UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1)
-CONSUMER_REPLICA_ID = -1
-DEBUGGING_REPLICA_ID = -2
 
 # AlterPartition answers (Partition.handleAlterPartitionError): the controller says the change was not
 # applied and our partition epoch is right, so go back to the committed ISR ...
@@ -53,12 +52,9 @@ _ALTER_AWAIT_METADATA = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCo
 # ... anything else (no controller, a network error, NOT_CONTROLLER) is sent again.
 
 
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
 
 @dataclass
-class ReplicaState:
+class Replica:
     """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
 
     broker_id: int
@@ -109,7 +105,7 @@ class LogReadResult(NamedTuple):
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, local_broker_id: int, log: UnifiedLog,
-                 clock=now_ms, on_high_watermark_moved=None, *, alter_partition_manager=None,
+                 clock=monotonic_ms, on_high_watermark_moved=None, *, alter_partition_manager=None,
                  replica_lag_time_max_ms: int = 30000, is_broker_alive: Callable[[int], bool] | None = None,
                  isr_change_meters: IsrChangeMeters | None = None):
         """``alter_partition_manager`` sends ISR changes to the controller (None on a single node, where
@@ -131,7 +127,7 @@ class Partition:
         self.controller_epoch = -1
         self.assignment: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
-        self.remote_replicas: dict[int, ReplicaState] = {}
+        self.remote_replicas: dict[int, Replica] = {}
         self.leader_epoch_start_offset = -1
         self.alter_partition_manager = alter_partition_manager
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -179,7 +175,7 @@ class Partition:
         return self.log.config.min_insync_replicas
 
     # -- leadership (LeaderAndIsr, or the local controller) ------------------------------
-    def make_leader(self, state: PartitionState) -> bool:
+    def make_leader(self, state: PartitionLeadership) -> bool:
         """Become leader in ``state.leader_epoch``; True if this broker was not the leader of that epoch.
 
         A new epoch starts at the log end offset (its first batch will carry it), and the
@@ -196,18 +192,18 @@ class Partition:
             self.log.maybe_assign_epoch_start_offset(state.leader_epoch, self.log.log_end_offset)
             self.leader_epoch_start_offset = self.log.log_end_offset
         if new_epoch or not was_leader:
-            self.remote_replicas = {b: ReplicaState(b, last_caught_up_time_ms=now if b in state.isr else 0)
+            self.remote_replicas = {b: Replica(b, last_caught_up_time_ms=now if b in state.isr else 0)
                                     for b in state.replicas if b != self.local_broker_id}
         else:
             for b in state.replicas:
                 if b != self.local_broker_id and b not in self.remote_replicas:
-                    self.remote_replicas[b] = ReplicaState(b)
+                    self.remote_replicas[b] = Replica(b)
             for b in set(self.remote_replicas) - set(state.replicas):
                 del self.remote_replicas[b]
         self.maybe_increment_leader_hw()
         return new_epoch or not was_leader
 
-    def make_follower(self, state: PartitionState) -> bool:
+    def make_follower(self, state: PartitionLeadership) -> bool:
         """Follow ``state.leader``; True if the leader or epoch changed (the fetcher must restart)."""
         changed = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id or self.fenced
         self._apply(state)
@@ -216,7 +212,7 @@ class Partition:
         self.leader_epoch_start_offset = -1
         return changed
 
-    def _apply(self, state: PartitionState) -> None:
+    def _apply(self, state: PartitionLeadership) -> None:
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch
@@ -345,12 +341,12 @@ class Partition:
         return False, ErrorCode.NONE
 
     # -- the ISR (leader only) ------------------------------------------------------------
-    def _follower_in_sync(self, replica: ReplicaState) -> bool:
+    def _follower_in_sync(self, replica: Replica) -> bool:
         """Kafka's isFollowerInSync: at or past the HW, and caught up into the current leader epoch."""
         end = replica.log_end_offset.message_offset
         return end >= self.log.high_watermark and 0 <= self.leader_epoch_start_offset <= end
 
-    def maybe_expand_isr(self, replica: ReplicaState) -> bool:
+    def maybe_expand_isr(self, replica: Replica) -> bool:
         """Propose ``replica`` for the ISR if it has caught up; True if a change was sent."""
         if (self.pending_isr is not None or not self.is_leader or replica.broker_id in self.isr
                 or self.alter_partition_manager is None or not self.is_broker_alive(replica.broker_id)

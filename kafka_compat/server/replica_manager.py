@@ -3,14 +3,15 @@
 As Kafka's ReplicaManager: `append_records` for Produce and the coordinators'
 own writes, `fetch_messages` for consumers and followers, `delete_records`,
 `fetch_offset_for_timestamp` and `last_offset_for_leader_epoch` for the offset
-APIs, and `become_leader_or_follower` / `stop_replicas` for whoever decides
-leadership (the local controller of a single node, LeaderAndIsr in a cluster).
+APIs, and `apply_local_leadership` (the local controller of a single node),
+`become_leader_or_follower` (LeaderAndIsr in a cluster) and `stop_replicas` for
+whoever decides leadership.
 Nothing else touches a UnifiedLog. acks=-1 produces wait in the produce
 purgatory and long-poll fetches in the fetch purgatory; an append wakes both.
 The high watermark of every partition is checkpointed to each log dir's
 `replication-offset-checkpoint` off the event loop.
 
-In a cluster, LeaderAndIsr arrives through `apply_leader_and_isr` with Kafka's
+In a cluster, LeaderAndIsr arrives through `become_leader_or_follower` with Kafka's
 checks (controller epoch, leader epoch, membership); partitions this broker
 follows are handed to the ReplicaFetcherManager, whose fetchers append through
 `append_to_follower` and truncate through `truncate_follower*`. The
@@ -42,13 +43,14 @@ from kafka_compat.storage.validator import CLIENT
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.primitives import ZERO_UUID
 from ..purgatory import DelayedOperationPurgatory
+from ..sentinels import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_EPOCH
 from .alter_partition_listener import IsrChangeMeters
 from .broker_topic_stats import BrokerTopicStats
 from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
 from .log_dir_failure_channel import LogDirFailureChannel
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
+from .metadata_cache import MetadataCache, PartitionLeadership
 from .partition import LogReadResult, Partition
 from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherManager
 
@@ -65,12 +67,9 @@ REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LAR
 __all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult", "LogReadResult",
            "LeaderAndIsrResult", "FollowerOffsets"]
 
-EPOCH_DURING_DELETE = -2          # StopReplica's leader epoch while a topic is being deleted
-NO_EPOCH = -1                     # StopReplica before v3: no epoch to check
-
 
 class LeaderAndIsrResult(NamedTuple):
-    """What apply_leader_and_isr did: the request's error, each partition's, and which partitions
+    """What become_leader_or_follower did: the request's error, each partition's, and which partitions
     this broker now leads or follows (for the coordinators)."""
 
     error_code: int
@@ -238,12 +237,6 @@ class ReplicaManager:
                 return partition.topic
         return None
 
-    def get_partition_or_error(self, topic: str, index: int) -> tuple[Partition | None, int]:
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return partition, ErrorCode.NONE
-
     def _new_partition(self, topic: str, index: int, topic_id: bytes) -> Partition:
         """Host a partition: its log is created (or found, after a restart) and its high watermark
         starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
@@ -265,9 +258,10 @@ class ReplicaManager:
         high_watermark_moves()     # a draw of its own: the next checkpoint walks the partitions again
         return partition
 
-    def become_leader_or_follower(self, topic: str, topic_id: bytes, states: dict[int, PartitionState],
-                                  messages: dict[int, str] | None = None) -> dict[int, int]:
-        """The local controller's publication: apply leadership for partitions of one topic.
+    def apply_local_leadership(self, topic: str, topic_id: bytes, states: dict[int, PartitionLeadership],
+                               messages: dict[int, str] | None = None) -> dict[int, int]:
+        """The local controller's publication (a single node has no LeaderAndIsr): apply leadership for
+        partitions of one topic.
 
         Returns {partition: error}; leaders start serving at once. An older leader epoch
         than the partition's is refused with STALE_CONTROLLER_EPOCH. A log that cannot be made
@@ -317,10 +311,10 @@ class ReplicaManager:
             self._complete_delayed(partition.key)
         return errors
 
-    def apply_leader_and_isr(self, controller_id: int, controller_epoch: int, topics) -> LeaderAndIsrResult:
-        """LeaderAndIsr from the controller (Kafka's becomeLeaderOrFollower).
+    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, topics) -> LeaderAndIsrResult:
+        """LeaderAndIsr from the controller (Kafka's becomeLeaderOrFollower, by name too).
 
-        ``topics`` holds (name, topic id, {partition: PartitionState}). A request from an older
+        ``topics`` holds (name, topic id, {partition: PartitionLeadership}). A request from an older
         controller epoch is refused whole (STALE_CONTROLLER_EPOCH). Per partition: a newer leader
         epoch is applied if this broker is a replica (else UNKNOWN_TOPIC_OR_PARTITION), an older one
         is STALE_CONTROLLER_EPOCH, the same one is too unless it only brings the topic id, or the
@@ -334,8 +328,8 @@ class ReplicaManager:
                                        for i in states}, [], [])
         self.controller_epoch = controller_epoch
         errors: dict[tuple[str, int], int] = {}
-        to_lead: list[tuple[str, int, bytes, PartitionState]] = []
-        to_follow: list[tuple[str, int, bytes, PartitionState]] = []
+        to_lead: list[tuple[str, int, bytes, PartitionLeadership]] = []
+        to_follow: list[tuple[str, int, bytes, PartitionLeadership]] = []
         for topic, topic_id, states in topics:
             for index, state in states.items():
                 key = (topic, index)
@@ -698,11 +692,14 @@ class ReplicaManager:
         if fetch_offset != partition.log_end_offset:
             raise RuntimeError(f"offset mismatch for {topic}-{index}: fetched {fetch_offset}, "
                                f"log end offset {partition.log_end_offset}")
+        size = len(records)
         try:
-            info = partition.append_records_to_follower(records) if len(records) else None
+            info = partition.append_records_to_follower(records) if size else None
         except OSError as e:
             raise self._partition_dir_failed(partition, f"appending to follower {topic}-{index}", e) from None
         partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+        if size:            # Kafka's processPartitionData: ReplicationBytesInPerSec counts what was appended
+            self.broker_topic_stats.record_replication_bytes_in(size)
         return info
 
     def truncate_follower(self, topic: str, index: int, offset: int) -> None:

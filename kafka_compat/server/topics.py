@@ -13,11 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
+from ..sentinels import INTERNAL_TOPICS
 
 METADATA_FILE = "kafka-compat-topics.json"
 MAX_NAME_LENGTH = 249
 LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
 
 @dataclass

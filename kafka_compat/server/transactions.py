@@ -16,6 +16,7 @@ from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from ..protocol.messages.describe_transactions import DescribeTransactionsResponse
 from ..protocol.messages.end_txn import EndTxnResponse
 from ..protocol.messages.list_transactions import ListTransactionsResponse
+from ..sentinels import INTERNAL_TOPICS
 from .auth_helper import (
     CLUSTER_ACTION,
     DESCRIBE,
@@ -27,7 +28,7 @@ from .auth_helper import (
     WRITE,
     AuthHelper,
 )
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache
+from .metadata_cache import MetadataCache
 from .registry import handles
 
 E = ErrorCode

@@ -25,7 +25,8 @@ from typing import Awaitable, Callable
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from ..protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TxnMarker
+from ..sentinels import TRANSACTION_STATE_TOPIC_NAME
+from ..transaction import TxnMarker
 
 log = logging.getLogger(__name__)
 E = ErrorCode

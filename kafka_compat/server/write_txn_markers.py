@@ -13,10 +13,10 @@ import asyncio
 
 from kafka_compat.storage.validator import COORDINATOR
 
-from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.write_txn_markers import WriteTxnMarkersResponse
 from ..protocol.records import ControlRecordType, build_control_batch
+from ..sentinels import GROUP_METADATA_TOPIC_NAME
 from ..transaction.transaction_marker_channel_manager import TxnMarker
 from .auth_helper import ALTER, CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .registry import handles

@@ -30,11 +30,12 @@ from ..controller.replica_assignment import (
 )
 from ..protocol.errors import ErrorCode, KafkaError
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from ..sentinels import NO_LEADER
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient, NodeExistsError
 from ..zk.zk_data import TopicPartition
 from .local_controller import log_config
-from .metadata_cache import NO_LEADER, MetadataCache
+from .metadata_cache import MetadataCache
 from .topics import validate_name
 from .zk_config_manager import ZkConfigManager
 

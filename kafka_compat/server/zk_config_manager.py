@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 
+from .. import clock
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient, ZkWatch
 
@@ -90,7 +90,7 @@ class ZkConfigManager:
 
     def process_notifications(self) -> None:
         notifications = sorted(self.zk.get_children(zd.CONFIG_CHANGES_PATH))
-        now_ms = time.time() * 1000
+        now_ms = clock.now_ms()
         for name in notifications:
             try:
                 change_id = int(zd.sequence_number(name, zd.CONFIG_CHANGE_PREFIX))

@@ -17,10 +17,10 @@ import asyncio
 import logging
 from typing import Callable
 
-from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
+from ..clock import now_ms
 from ..group.coordinator_records import partition_for as group_partition_for
 from ..protocol.errors import ErrorCode
-from .transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from .transaction_marker_channel_manager import MarkerWriter, TransactionMarkerChannelManager
 from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -29,7 +29,7 @@ from .transaction_metadata import (
     TransactionState,
     is_epoch_exhausted,
 )
-from .transaction_state_manager import CoordinatorEpochAndTxnMetadata, TransactionStateManager, now_ms
+from .transaction_state_manager import CoordinatorEpochAndTxnMetadata, TransactionStateManager
 
 log = logging.getLogger(__name__)
 E = ErrorCode

@@ -15,12 +15,11 @@ from ..group.coordinator_records import partition_for
 from ..protocol.messages.transaction_log import TransactionLogKey, TransactionLogValue
 from .transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0
 _VERSION = struct.Struct(">h")
 
-__all__ = ["TRANSACTION_STATE_TOPIC_NAME", "key_to_bytes", "value_to_bytes", "read_key", "read_value",
+__all__ = ["key_to_bytes", "value_to_bytes", "read_key", "read_value",
            "partition_for", "LoggedTransaction"]
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
+from ..sentinels import NO_PRODUCER_EPOCH
+
 SHORT_MAX = 32767
 
 
@@ -104,10 +104,6 @@ class TransactionMetadata:
                 f"{self.state.state_name}, pending={self.pending_state}, partitions={sorted(self.partitions)})")
 
     @property
-    def pending_transition_in_progress(self) -> bool:
-        return self.pending_state is not None
-
-    @property
     def is_producer_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
 
@@ -123,12 +119,6 @@ class TransactionMetadata:
         return TxnTransitMetadata(producer_id, self.previous_producer_id if previous_producer_id is None
                                   else previous_producer_id, producer_epoch, last_epoch, timeout_ms, state,
                                   frozenset(partitions), start, now)
-
-    def prepare_no_transit(self) -> TxnTransitMetadata:
-        """The current state as a transit (writing it again, e.g. to rewrite the log)."""
-        return TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.producer_epoch,
-                                  self.last_producer_epoch, self.txn_timeout_ms, self.state,
-                                  frozenset(self.partitions), self.txn_start_timestamp, self.txn_last_update_timestamp)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         """Ongoing -> PrepareEpochFence with epoch+1: never written, it becomes PrepareAbort at once."""

@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from typing import Callable, NamedTuple
 
 from kafka_compat.storage.validator import COORDINATOR
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..protocol.records import batches, build_batch
+from ..sentinels import TRANSACTION_STATE_TOPIC_NAME
 from .transaction_log import (
-    TRANSACTION_STATE_TOPIC_NAME,
     key_to_bytes,
     partition_for,
     read_key,
@@ -46,10 +46,6 @@ _APPEND_ERRORS = {
 
 
 APPEND_TIMEOUT_MS = 30000      # Kafka waits request.timeout.ms (default 30 s) for a state write
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class CoordinatorEpochAndTxnMetadata(NamedTuple):
@@ -158,9 +154,6 @@ class TransactionStateManager:
         log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME, self.num_partitions)
         self._partition_of.clear()
         return True
-
-    def is_coordinator_for(self, transactional_id: str) -> bool:
-        return self.partition_for(transactional_id) in self.owned
 
     def is_loading(self, transactional_id: str) -> bool:
         return self.partition_for(transactional_id) in self.loading

@@ -481,11 +481,6 @@ class KafkaZkClient:
                 f"{path} already exists, owned by session 0x{stat.ephemeralOwner:x}, not ours (0x{session or 0:x}):"
                 " another broker is registered with this id")
 
-    def update_broker_info(self, broker: zd.BrokerInfo) -> None:
-        result = self._write_one(("set", broker.path, broker.encode(), MATCH_ANY_VERSION))
-        if isinstance(result, Exception):
-            raise result
-
     def get_broker(self, broker_id: int) -> zd.BrokerInfo | None:
         data, stat = self.get_data_and_stat(zd.broker_id_path(broker_id))
         return None if stat is None else zd.BrokerInfo.decode(broker_id, data)

@@ -15,11 +15,11 @@ import enum
 import json
 import os
 import re
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..clock import now_ms
 from ..configdef import ConfigError
 from ..endpoint import EndPoint, SecurityProtocol, connection_string
 from ..endpoint import parse_endpoint as _parse_endpoint
@@ -231,9 +231,6 @@ def _number_string(v: str, what: str, lo: int = INT64_MIN, hi: int = INT64_MAX) 
     return int(v)
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
 
 # -- topic ids and cluster ids: Kafka's Uuid ---------------------------------------------------
 
@@ -279,7 +276,7 @@ class ControllerRegistration(NamedTuple):
 def encode_controller(broker_id: int, timestamp_ms: int | None = None, kraft_controller_epoch: int = -1) -> bytes:
     """Version 2 (KIP-866, Kafka 3.4+): a ZooKeeper-mode controller writes kraftControllerEpoch -1."""
     return dumps({"version": 2, "brokerid": broker_id,
-                  "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
+                  "timestamp": str(now_ms() if timestamp_ms is None else timestamp_ms),
                   "kraftControllerEpoch": kraft_controller_epoch})
 
 
@@ -349,7 +346,7 @@ class BrokerInfo:
             "host": plain.host if plain else None,
             "port": plain.port if plain else -1,
             "jmx_port": self.jmx_port,
-            "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
+            "timestamp": str(now_ms() if timestamp_ms is None else timestamp_ms),
             "endpoints": [connection_string(e) for e in self.endpoints],
         }
         if self.rack is not None and self.version >= 3:

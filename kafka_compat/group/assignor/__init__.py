@@ -25,11 +25,6 @@ class GroupSpec:
     members: dict            # member id -> MemberSubscription
     current: dict = field(default_factory=dict)    # member id -> {topic id: frozenset}: the previous target
 
-    @property
-    def homogeneous(self) -> bool:
-        subs = {m.topic_ids for m in self.members.values()}
-        return len(subs) <= 1
-
 
 ASSIGNORS = {a.name: a for a in (UniformAssignor(), RangeAssignor())}
 

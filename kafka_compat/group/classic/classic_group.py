@@ -19,9 +19,10 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ...clock import now_ms
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.consumer_protocol import ConsumerProtocolSubscription
-from ..group import CONSUMER_PROTOCOL_TYPE, Group, GroupType, now_ms
+from ..group import CONSUMER_PROTOCOL_TYPE, Group, GroupType
 from .classic_group_member import ClassicGroupMember
 
 log = logging.getLogger(__name__)

@@ -97,9 +97,6 @@ class ConsumerGroup(Group):
         return CONSUMER_PROTOCOL_TYPE
 
     # ------------------------------------------------------------ members
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
-
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
         return self.members.get(member_id) if member_id is not None else None
@@ -122,9 +119,6 @@ class ConsumerGroup(Group):
 
     def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
         return all(m.use_classic_protocol for mid, m in self.members.items() if mid != member_id)
-
-    def num_classic_members(self) -> int:
-        return sum(1 for m in self.members.values() if m.use_classic_protocol)
 
     def supports_classic_protocols(self, protocol_type: str, protocol_names: set[str]) -> bool:
         """A classic member may join when it speaks the consumer protocol and shares a protocol

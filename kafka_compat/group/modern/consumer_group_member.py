@@ -54,10 +54,6 @@ class ConsumerGroupMember:
     def with_(self, **changes) -> ConsumerGroupMember:
         return replace(self, **changes)
 
-    def with_epoch(self, epoch: int) -> ConsumerGroupMember:
-        """A new member epoch; the old one becomes the previous epoch (a lost response may still carry it)."""
-        return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch)
-
     @property
     def use_classic_protocol(self) -> bool:
         return self.classic_member_metadata is not None

@@ -24,13 +24,14 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
+from ...clock import now_ms
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from ..assignor import assignors_from_config
 from ..classic.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from ..classic.classic_group_member import ClassicGroupMember
 from ..coordinator_records import group_metadata_key, group_metadata_value
-from ..group import CONSUMER_PROTOCOL_TYPE, now_ms
+from ..group import CONSUMER_PROTOCOL_TYPE
 from ..group_metadata_manager import STORE_GROUP_ERRORS, classic_group_to_value
 from ..timer import Timer
 from .consumer_group import ConsumerGroup, TopicMetadata

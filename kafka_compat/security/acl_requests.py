@@ -1,6 +1,8 @@
-"""DescribeAcls (29), CreateAcls (30), DeleteAcls (31): request -> response over an AclAuthorizer
-(Kafka's AclApis). The caller checks the CLUSTER permission first (DESCRIBE for DescribeAcls, ALTER
-for the others; CLUSTER_AUTHORIZATION_FAILED otherwise) -- see api_acls.
+"""The ACL requests applied to an AclAuthorizer: DescribeAcls (29), CreateAcls (30) and DeleteAcls
+(31), request -> response, as Kafka's DescribeAclsRequest/CreateAclsRequest/DeleteAclsRequest turn
+their fields into bindings and filters and AclApis hands them to the authorizer. The handler that
+checks the CLUSTER permission first (DESCRIBE for DescribeAcls, ALTER for the others) and runs
+these off the event loop is Kafka's AclApis, kafka_compat.server.acl_apis.
 
 Without an authorizer the answer is SECURITY_DISABLED. Version 0 knows only LITERAL patterns:
 a v0 filter of ANY reads as LITERAL, anything else is UNSUPPORTED_VERSION.
