@@ -243,21 +243,16 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> int:
         """The member is gone (its share session closed): everything it holds goes back. Returns how many."""
-        n = 0
-        for r in self.ranges:
-            if r.state == RecordState.ACQUIRED and r.member_id == member_id:
-                n += r.last - r.first + 1
-                self._release(r)
-        if n:
-            self._merge()
-            self._advance_start()
-        return n
+        return self._release_where(lambda r: r.member_id == member_id)
 
     def expire_locks(self, now_ms: int) -> int:
         """Release every range whose acquisition lock has run out; returns how many records."""
+        return self._release_where(lambda r: r.lock_expiry_ms <= now_ms)
+
+    def _release_where(self, pick) -> int:
         n = 0
         for r in self.ranges:
-            if r.state == RecordState.ACQUIRED and r.lock_expiry_ms <= now_ms:
+            if r.state == RecordState.ACQUIRED and pick(r):
                 n += r.last - r.first + 1
                 self._release(r)
         if n:
