@@ -83,6 +83,10 @@ from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
+from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
@@ -386,6 +390,89 @@ async def consumer_group_describe(ctx: Ctx):
     await ctx.grant(DESCRIBE, other, GROUP)
     _, theirs = (await ctx.call(69, 0, body)).groups
     assert theirs.error_code == E.GROUP_ID_NOT_FOUND
+
+
+@case(76)
+async def share_group_heartbeat(ctx: Ctx):
+    """READ on the group, then DESCRIBE on every subscribed topic (as ConsumerGroupHeartbeat)."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    join = ShareGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0, subscribed_topic_names=[topic])
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.assignment) == (E.GROUP_AUTHORIZATION_FAILED, None)
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.assignment) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    assert await ctx.group_state(group) == "Dead"                   # no group was made
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    assert [list(tp.partitions) for tp in r.assignment.topic_partitions] == [[0]]
+
+
+@case(77)
+async def share_group_describe(ctx: Ctx):
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    await ctx.grant(READ, group, GROUP)
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    joined = await ctx.call(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0,
+                                                              subscribed_topic_names=[topic]))
+    assert joined.error_code == 0
+    other = f"{ctx.name}-other"
+    body = ShareGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=True)
+    mine, theirs = (await ctx.call(77, 1, body)).groups
+    assert (mine.error_code, mine.group_state, [m.member_id for m in mine.members]) == (0, "Stable", ["m1"])
+    assert mine.authorized_operations == bits(READ, DESCRIBE)
+    assert (theirs.error_code, theirs.members) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, other, GROUP)
+    _, theirs = (await ctx.call(77, 1, body)).groups
+    assert theirs.error_code == E.GROUP_ID_NOT_FOUND
+
+
+async def _topic_id(ctx: Ctx, topic: str) -> bytes:
+    return (await ctx.admin.call(3, 12, topic_metadata(topic))).topics[0].topic_id
+
+
+def _share_fetch(group: str, topic_id: bytes, epoch: int = 0) -> ShareFetchRequest:
+    return ShareFetchRequest(group_id=group, member_id="m1", share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+                             max_bytes=1 << 20, max_records=10, batch_size=10, topics=[ShareFetchRequest.FetchTopic(
+                                 topic_id=topic_id, partitions=[ShareFetchRequest.FetchPartition(partition_index=0)])],
+                             forgotten_topics_data=[])
+
+
+@case(78)
+async def share_fetch(ctx: Ctx):
+    """READ on the group (else the whole request fails), then READ on each topic."""
+    group, topic = f"{ctx.name}-group", await ctx.topic(records=2)
+    topic_id = await _topic_id(ctx, topic)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    assert (r.error_code, r.responses) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    part = r.responses[0].partitions[0]
+    assert (r.error_code, part.error_code, part.acquired_records) == (0, E.TOPIC_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, topic)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, 0)
+
+
+@case(79)
+async def share_acknowledge(ctx: Ctx):
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    topic_id = await _topic_id(ctx, topic)
+    body = ShareAcknowledgeRequest(group_id=group, member_id="m1", share_session_epoch=1, topics=[
+        ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
+            ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])])])])
+    r = await ctx.call(79, 1, body)
+    assert (r.error_code, r.responses) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, group, GROUP)
+    assert (await ctx.call(78, 1, _share_fetch(group, topic_id))).error_code == 0     # opens the share session
+    r = await ctx.call(79, 1, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.TOPIC_AUTHORIZATION_FAILED)
+    await ctx.grant(READ, topic)
+    body.share_session_epoch = 2
+    r = await ctx.call(79, 1, body)         # allowed now; nothing was ever fetched, so no share partition
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 @case(15)

@@ -103,6 +103,10 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
+from .share.share_partition_manager import SharePartitionManager, broker_share_defaults
+from .share.share_session_cache import ShareSessionCache
+from .share_fetch import ShareFetchApi
+from .share_groups import ShareGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
@@ -119,7 +123,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, ShareGroupsApi, ShareFetchApi, CreateTopicsApi,
+                   DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
                    WriteTxnMarkersApi)
@@ -213,6 +218,8 @@ class Broker:
         self.dynamic_config: DynamicConfigManager | None = None
         self.connection_quotas: ConnectionQuotas | None = None
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
+        self.share_partition_manager: SharePartitionManager | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -594,6 +601,8 @@ class Broker:
             ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
+            ShareGroupsApi(self.group_coordinator, cache, auth),
+            ShareFetchApi(self._share_partitions(), self.share_sessions, cache, self.broker_id, auth),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
@@ -602,6 +611,12 @@ class Broker:
         ]
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
+
+    def _share_partitions(self) -> SharePartitionManager:
+        if self.share_partition_manager is None:
+            self.share_partition_manager = SharePartitionManager(self.replica_manager,
+                                                                 broker_share_defaults(self.config))
+        return self.share_partition_manager
 
     def _metadata_listeners(self) -> list:
         hook = getattr(self.controller, "try_complete_delayed_topic_operations", None)
@@ -628,6 +643,8 @@ class Broker:
             await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_partition_manager is not None:
+            self.share_partition_manager.shutdown()
         if self.controller is not None and not self.cluster_mode:
             self.controller.shutdown()               # the LocalController's chunks stop
         if self.replica_manager is not None:

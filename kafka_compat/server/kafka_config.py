@@ -47,6 +47,7 @@ from ..configdef import (
     ValidList,
     ValidString,
     at_least,
+    between,
     convert_to_string,
     parse_type,
 )
@@ -310,6 +311,34 @@ BROKER_CONFIG_DEF = (
     .define("group.consumer.migration.policy", STRING, "bidirectional",
             ValidString("disabled", "upgrade", "downgrade", "bidirectional"), MEDIUM,
             "Which online conversions between classic and consumer groups are allowed.")
+    # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig
+    .define("group.share.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "How long a share group member may go without heartbeating.")
+    .define("group.share.min.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "Smallest group.share.session.timeout.ms allowed.")
+    .define("group.share.max.session.timeout.ms", INT, 60000, at_least(1), MEDIUM,
+            "Largest group.share.session.timeout.ms allowed.")
+    .define("group.share.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "How often share group members heartbeat (the broker tells them).")
+    .define("group.share.min.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "Smallest group.share.heartbeat.interval.ms allowed.")
+    .define("group.share.max.heartbeat.interval.ms", INT, 15000, at_least(1), MEDIUM,
+            "Largest group.share.heartbeat.interval.ms allowed.")
+    .define("group.share.max.size", INT, 200, between(1, 1000), MEDIUM, "Most members in one share group.")
+    .define("group.share.assignors", LIST, "simple", ValidList("simple"), MEDIUM,
+            "The server-side assignor of share groups (exactly one).")
+    .define("group.share.record.lock.duration.ms", INT, 30000, between(1000, 3600000), MEDIUM,
+            "How long a share group member holds the records it acquired before they are released.")
+    .define("group.share.min.record.lock.duration.ms", INT, 15000, between(1000, 30000), MEDIUM,
+            "Smallest share.record.lock.duration.ms allowed.")
+    .define("group.share.max.record.lock.duration.ms", INT, 60000, between(30000, 3600000), MEDIUM,
+            "Largest share.record.lock.duration.ms allowed.")
+    .define("group.share.delivery.count.limit", INT, 5, between(2, 10), MEDIUM,
+            "Deliveries of a record before it is archived instead of delivered again.")
+    .define("group.share.partition.max.record.locks", INT, 2000, between(100, 10000), MEDIUM,
+            "Most in-flight records of one share partition.")
+    .define("group.share.max.share.sessions", INT, 2000, at_least(1), MEDIUM,
+            "Most share sessions this broker keeps.")
     .define("offset.metadata.max.bytes", INT, 4096, None, HIGH, "Largest metadata string of a committed offset.")
     .define("offsets.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH, "Read size when loading offsets.")
     .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
@@ -600,12 +629,14 @@ class BrokerConfig(DictView):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
                                   f"must not exceed {name}")
-        for what in ("session.timeout", "heartbeat.interval"):
-            lo, value, hi = (self[f"group.consumer.{m}{what}.ms"] for m in ("min.", "", "max."))
+        for kind, what in (("consumer", "session.timeout"), ("consumer", "heartbeat.interval"),
+                           ("share", "session.timeout"), ("share", "heartbeat.interval"),
+                           ("share", "record.lock.duration")):
+            lo, value, hi = (self[f"group.{kind}.{m}{what}.ms"] for m in ("min.", "", "max."))
             if not lo <= value <= hi:
-                raise ConfigError(f"group.consumer.{what}.ms", value,
-                                  f"must be between group.consumer.min.{what}.ms ({lo}) and "
-                                  f"group.consumer.max.{what}.ms ({hi})")
+                raise ConfigError(f"group.{kind}.{what}.ms", value,
+                                  f"must be between group.{kind}.min.{what}.ms ({lo}) and "
+                                  f"group.{kind}.max.{what}.ms ({hi})")
         protocol_map = self.listener_security_protocol_map
         listeners = parse_listeners("listeners", self["listeners"], protocol_map)
         if self["advertised.listeners"] is not None:

@@ -1,0 +1,171 @@
+"""Share groups (KIP-932) with the Java client 4.x's KafkaShareConsumer, on a single node.
+
+Three members of one share group on a six-partition topic (interop/java4/ShareMember.java reports
+every record it is given, with its delivery count and what it acknowledged). A new share group
+starts at the latest offset, so each test first writes "warm" records until every partition has
+delivered one: from then on every record written must be delivered.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402
+from test_groups_support import WAIT, Member, new_topic, unique, wait_until  # noqa: E402
+
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
+
+PARTITIONS = 6
+LOCK_MS = 3000
+# Short heartbeats, sessions and acquisition locks so that the tests take seconds (Kafka's floors allow 1 s
+# locks): a killed member's partitions go to the others when its session ends.
+BROKER = {"group.share.min.heartbeat.interval.ms": "500", "group.share.heartbeat.interval.ms": "500",
+          "group.share.min.session.timeout.ms": "2000", "group.share.session.timeout.ms": "4000",
+          "group.share.min.record.lock.duration.ms": "1000", "group.share.record.lock.duration.ms": str(LOCK_MS),
+          "offsets.topic.num.partitions": "3"}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(BROKER, data_dir=str(tmp_path_factory.mktemp("share-broker"))) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def java4():
+    return peers.require(peers.java4_classpath(), "the Java client 4.x")
+
+
+def share_member(classpath, broker, topic, group, name, log_dir, mode) -> Member:
+    return Member("java-4.x", ["java", "-Xmx256m", "-cp", classpath, "ShareMember", broker.bootstrap, topic, group,
+                               name, mode], name, log_dir)
+
+
+def records(member: Member) -> list[dict]:
+    with member.lock:
+        return [e for e in member.events if e["event"] == "record"]
+
+
+def deliveries(members) -> list[dict]:
+    return [r for m in members for r in records(m)]
+
+
+class Producer:
+    def __init__(self, broker, topic: str):
+        from kafka import KafkaProducer
+        self.producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5)
+        self.topic = topic
+
+    def send(self, values: list[str]) -> None:
+        for i, v in enumerate(values):
+            self.producer.send(self.topic, value=v.encode(), partition=i % PARTITIONS)
+        self.producer.flush()
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def warm_up(producer: Producer, members) -> None:
+    """Write warm records (accepted, then ignored) until every partition has delivered one to the group:
+    every share partition then exists, and what is written after it is delivered."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + WAIT
+    for n in itertools.count():
+        producer.send([f"warm-{n}-{p}" for p in range(PARTITIONS)])
+        seen = {r["p"] for r in deliveries(members) if r["v"].startswith("warm")}
+        if len(seen) == PARTITIONS:
+            return
+        assert time.monotonic() < deadline, f"partitions that delivered a warm record: {sorted(seen)}"
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def share_group(java4, broker, log_dir, modes):
+    """A new topic and a share group of members in these modes, warmed up: (topic, group, producer, members).
+    Members added to the list are stopped too."""
+    topic = new_topic(broker, PARTITIONS)
+    group = unique("share")
+    members = [share_member(java4, broker, topic, group, f"{group}-m{i}", log_dir, mode)
+               for i, mode in enumerate(modes)]
+    producer = Producer(broker, topic)
+    try:
+        wait_until(lambda: all(any(e["event"] == "subscribed" for e in m.events) for m in members),
+                   "members started", members)
+        warm_up(producer, members)
+        yield topic, group, producer, members
+    finally:
+        producer.close()
+        for m in members:
+            m.close() if m.alive else None
+
+
+def by_value(members) -> dict[str, list[int]]:
+    """Each value delivered: its delivery counts, in the order reported."""
+    out: dict[str, list[int]] = {}
+    for r in deliveries(members):
+        out.setdefault(r["v"], []).append(r["d"])
+    return out
+
+
+def test_implicit_acknowledgement_delivers_every_record_once(java4, broker, tmp_path):
+    with share_group(java4, broker, tmp_path, ["implicit"] * 3) as (_, _, producer, members):
+        values = [f"v-{i}" for i in range(300)]
+        producer.send(values)
+        wait_until(lambda: {r["v"] for r in deliveries(members)} >= set(values), "every record delivered", members)
+        time.sleep(1)       # anything delivered twice would show now
+        got = Counter(r["v"] for r in deliveries(members) if not r["v"].startswith("warm"))
+        assert got == Counter(values), "with no lock expiring, every record is delivered exactly once"
+        assert all(r["d"] == 1 for r in deliveries(members))
+        assert sum(1 for m in members if any(not r["v"].startswith("warm") for r in records(m))) >= 2, \
+            "the group shares the work"
+
+
+def test_explicit_accept_release_reject(java4, broker, tmp_path):
+    with share_group(java4, broker, tmp_path, ["explicit"] * 3) as (_, _, producer, members):
+        accepted = [f"a-{i}" for i in range(60)]
+        released = [f"r-{i}" for i in range(30)]
+        rejected = [f"x-{i}" for i in range(30)]
+        producer.send(accepted + released + rejected)
+        wait_until(lambda: all(sorted(by_value(members).get(v, [])) == [1, 2] for v in released)
+                   and all(v in by_value(members) for v in accepted + rejected), "released records redelivered",
+                   members)
+        time.sleep(LOCK_MS / 1000 + 1)      # past a lock's expiry: nothing more may come back
+        seen = by_value(members)
+        assert all(seen[v] == [1] for v in accepted), "ACCEPT is final"
+        assert all(sorted(seen[v]) == [1, 2] for v in released), "a RELEASEd record comes back with delivery count 2"
+        assert all(seen[v] == [1] for v in rejected), "a REJECTed record never comes back"
+
+
+def test_records_held_by_a_killed_member_go_to_another_after_the_lock(java4, broker, tmp_path):
+    with share_group(java4, broker, tmp_path, ["implicit"] * 2) as (topic, group, producer, members):
+        holder = share_member(java4, broker, topic, group, f"{group}-holder", tmp_path, "hold")
+        others = list(members)
+        members.append(holder)
+        # the holder acquires records of whatever partitions it is given, then stops polling
+        deadline = time.monotonic() + WAIT
+        while not any(e["event"] == "holding" for e in holder.events):
+            producer.send([f"h-{time.monotonic_ns()}-{p}" for p in range(PARTITIONS)])
+            assert time.monotonic() < deadline, "the holder never received records"
+            time.sleep(0.3)
+        held = {r["v"] for r in records(holder)}
+        holder.kill()
+        wait_until(lambda: held <= {r["v"] for r in deliveries(others)}, "held records redelivered", others)
+        assert all(r["d"] == 2 for r in deliveries(others) if r["v"] in held), "they come back as second deliveries"
+
+
+def test_poison_record_is_archived_at_the_delivery_count_limit(java4, broker, tmp_path):
+    limit = 5       # group.share.delivery.count.limit
+    with share_group(java4, broker, tmp_path, ["explicit"] * 3) as (_, _, producer, members):
+        producer.send(["p-poison"] + [f"a-{i}" for i in range(PARTITIONS - 1)])
+        wait_until(lambda: sorted(by_value(members).get("p-poison", [])) == list(range(1, limit + 1)),
+                   "the poison record delivered up to the limit", members)
+        time.sleep(LOCK_MS / 1000 + 1)
+        assert sorted(by_value(members)["p-poison"]) == list(range(1, limit + 1)), \
+            "archived at the delivery count limit: never delivered again"

@@ -1,0 +1,236 @@
+"""SharePartitionManager (KIP-932): the share partitions this leader holds, and what ShareFetch and
+ShareAcknowledge do with them.
+
+One SharePartition per (group, topic, partition), made at the group's first fetch of it, its start
+offset from the group's `share.auto.offset.reset` (latest, earliest, by_duration:<ISO-8601>) asked of
+ReplicaManager as ListOffsets asks it. A fetch reads through ReplicaManager.fetch_messages, the
+consumers' own path (file slices sent with sendfile; a fetch finding nothing waits in the fetch
+purgatory for MinBytes or MaxWaitMs), starting at each partition's next fetch offset; the batches
+read are then acquired for the member (whole batches, up to MaxRecords across the request) and the
+read is cut after the last acquired batch. Batch headers are walked, records never.
+
+Acquisition locks run out on a timer per share partition, armed at its earliest lock expiry. State
+lives in memory on the leader (no share coordinator yet): a restarted broker starts each share
+partition again from `share.auto.offset.reset`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from typing import Callable, NamedTuple
+
+from kafka_compat.storage.fetch_data_info import FetchIsolation
+
+from ...protocol.errors import ErrorCode
+from ..delayed_fetch import FetchParams, PartitionFetchInfo
+from .share_fetch_utils import read_batch_spans, truncate_read
+from .share_partition import AckBatch, AcquiredRecords, SharePartition
+
+log = logging.getLogger(__name__)
+E = ErrorCode
+CONSUMER_REPLICA_ID = -1
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_duration_ms(text: str) -> int | None:
+    """Java's Duration.parse for the forms Kafka's by_duration takes (PnDTnHnMn.nS); None if malformed."""
+    m = _DURATION.match(text.strip())
+    if m is None or not any(m.groups()):
+        return None
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
+
+
+def broker_share_defaults(config) -> Callable[[str], dict]:
+    """A group's share.* configs from the broker's group.share.* defaults (Kafka's GroupConfig defaults)."""
+    defaults = {
+        "share.record.lock.duration.ms": config["group.share.record.lock.duration.ms"],
+        "share.delivery.count.limit": config["group.share.delivery.count.limit"],
+        "share.partition.max.record.locks": config["group.share.partition.max.record.locks"],
+        "share.auto.offset.reset": "latest",
+        "share.isolation.level": "read_uncommitted",
+    }
+    return lambda group_id: defaults
+
+
+class SharePartitionResult(NamedTuple):
+    error_code: int
+    records: object             # a FetchResult (possibly empty), or None on error
+    acquired: list              # AcquiredRecords
+    error_message: str | None = None
+
+
+class SharePartitionManager:
+    def __init__(self, replica_manager, group_config: Callable[[str], dict], clock=now_ms):
+        self.replica_manager = replica_manager
+        self.group_config = group_config
+        self.clock = clock
+        self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self._timers: dict[tuple[str, str, int], tuple[int, asyncio.TimerHandle]] = {}
+
+    def shutdown(self) -> None:
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id)["share.record.lock.duration.ms"])
+
+    # ------------------------------------------------------------ share partitions
+    def _isolation(self, cfg: dict) -> FetchIsolation:
+        return FetchIsolation.TXN_COMMITTED if cfg["share.isolation.level"] == "read_committed" \
+            else FetchIsolation.HIGH_WATERMARK
+
+    def _start_offset(self, topic: str, index: int, cfg: dict) -> tuple[int, int]:
+        """(error, start offset) from share.auto.offset.reset."""
+        reset = str(cfg["share.auto.offset.reset"]).lower()
+        timestamp = EARLIEST_TIMESTAMP if reset == "earliest" else LATEST_TIMESTAMP
+        if reset.startswith("by_duration:"):
+            duration = parse_duration_ms(reset.split(":", 1)[1])
+            timestamp = self.clock() - (duration or 0)
+        error, found = self.replica_manager.fetch_offset_for_timestamp(topic, index, timestamp,
+                                                                       self._isolation(cfg))
+        if error:
+            return error, -1
+        if found is None:       # nothing at or after that time: the latest offset
+            error, found = self.replica_manager.fetch_offset_for_timestamp(topic, index, LATEST_TIMESTAMP,
+                                                                           self._isolation(cfg))
+            if error:
+                return error, -1
+        return E.NONE, found.offset
+
+    def _share_partition(self, group_id: str, topic: str, index: int, cfg: dict) -> tuple[int, SharePartition | None]:
+        key = (group_id, topic, index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            error, start = self._start_offset(topic, index, cfg)
+            if error:
+                return error, None
+            sp = self.partitions[key] = SharePartition(start)
+            log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+        sp.record_lock_duration_ms = int(cfg["share.record.lock.duration.ms"])
+        sp.delivery_count_limit = int(cfg["share.delivery.count.limit"])
+        sp.max_record_locks = int(cfg["share.partition.max.record.locks"])
+        return E.NONE, sp
+
+    # ------------------------------------------------------------ fetching
+    def fetch(self, group_id: str, member_id: str, wanted: list, max_wait_ms: int, min_bytes: int, max_bytes: int,
+              max_records: int):
+        """``wanted``: [(topic name, index)]. Returns {(topic, index): SharePartitionResult}, or a future of it."""
+        cfg = self.group_config(group_id)
+        now = self.clock()
+        out: dict = {}
+        fetches = []
+        per_partition = max(max_bytes // max(len(wanted), 1), 1)
+        for topic, index in wanted:
+            partition, error = self.replica_manager.get_partition_or_error(topic, index)
+            if not error and partition is not None and not partition.is_leader:
+                error = E.NOT_LEADER_OR_FOLLOWER
+            if error:
+                out[(topic, index)] = SharePartitionResult(error, None, [])
+                continue
+            error, sp = self._share_partition(group_id, topic, index, cfg)
+            if error:
+                out[(topic, index)] = SharePartitionResult(error, None, [])
+                continue
+            sp.update_log_start_offset(partition.log_start_offset)
+            if sp.expire_locks(now):
+                self._arm(group_id, topic, index)
+            if sp.can_acquire():
+                fetches.append((topic, index, PartitionFetchInfo(sp.next_fetch_offset(), per_partition)))
+        params = FetchParams(CONSUMER_REPLICA_ID, max_wait_ms, min_bytes, max_bytes, self._isolation(cfg))
+        results = self.replica_manager.fetch_messages(params, fetches) if fetches else []
+        if isinstance(results, asyncio.Future):
+            answer = asyncio.get_running_loop().create_future()
+
+            def done(f):
+                if not answer.done():
+                    answer.set_result(self._acquire(group_id, member_id, fetches, f.result(), max_records, out))
+            results.add_done_callback(done)
+            return answer
+        return self._acquire(group_id, member_id, fetches, results, max_records, out)
+
+    def _acquire(self, group_id, member_id, fetches, results, max_records: int, out: dict) -> dict:
+        now = self.clock()
+        remaining = max_records if max_records > 0 else 0x7FFFFFFF
+        for (topic, index, _info), r in zip(fetches, results):
+            if r.error_code or r.info is None:
+                out[(topic, index)] = SharePartitionResult(r.error_code or E.NONE, None, [], r.error_message)
+                continue
+            sp = self.partitions.get((group_id, topic, index))
+            records = r.info.records
+            acquired: list[AcquiredRecords] = []
+            if sp is not None and remaining > 0 and records.size:
+                spans = read_batch_spans(records)
+                acquired = sp.acquire(member_id, [(b, last) for b, last, _ in spans], remaining, now)
+                if acquired:
+                    remaining -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+                    top = acquired[-1].last_offset
+                    cut = next((end for b, last, end in spans if last >= top), records.size)
+                    records = truncate_read(records, cut)
+                    self._arm(group_id, topic, index)
+            if not acquired:
+                records = truncate_read(records, 0)
+            out[(topic, index)] = SharePartitionResult(E.NONE, records, acquired)
+        return out
+
+    # ------------------------------------------------------------ acknowledging and releasing
+    def acknowledge(self, group_id: str, member_id: str, acks: dict) -> dict:
+        """``acks``: {(topic, index): [AckBatch]}. Returns {(topic, index): error code}."""
+        out = {}
+        for (topic, index), batches in acks.items():
+            sp = self.partitions.get((group_id, topic, index))
+            if sp is None:
+                out[(topic, index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            out[(topic, index)] = sp.acknowledge(member_id, [AckBatch(*b) for b in batches])
+        return out
+
+    def release_session(self, group_id: str, member_id: str, partitions) -> int:
+        """The member's share session closed: every record it holds in these partitions goes back."""
+        released = 0
+        for topic, index in partitions:
+            sp = self.partitions.get((group_id, topic, index))
+            if sp is not None:
+                released += sp.release_member(member_id)
+        return released
+
+    def on_partitions_deleted(self, topic: str) -> None:
+        for key in [k for k in self.partitions if k[1] == topic]:
+            del self.partitions[key]
+            entry = self._timers.pop(key, None)
+            if entry is not None:
+                entry[1].cancel()
+
+    # ------------------------------------------------------------ acquisition-lock timers
+    def _arm(self, group_id: str, topic: str, index: int) -> None:
+        key = (group_id, topic, index)
+        sp = self.partitions.get(key)
+        expiry = sp.earliest_lock_expiry() if sp is not None else None
+        current = self._timers.get(key)
+        if expiry is None or (current is not None and current[0] <= expiry):
+            return
+        if current is not None:
+            current[1].cancel()
+        delay = max(expiry - self.clock(), 0) / 1000
+        self._timers[key] = (expiry, asyncio.get_running_loop().call_later(delay, self._expire, key))
+
+    def _expire(self, key) -> None:
+        self._timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        released = sp.expire_locks(self.clock())
+        if released:
+            log.debug("share partition %s %s-%d: %d records' locks expired", *key, released)
+        self._arm(*key)
+
+
+__all__ = ["SharePartitionManager", "SharePartitionResult", "broker_share_defaults", "parse_duration_ms"]

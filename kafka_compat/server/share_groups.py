@@ -1,0 +1,102 @@
+"""ShareGroupHeartbeat (76) and ShareGroupDescribe (77): share group membership (KIP-932).
+
+Thin, as Kafka's KafkaApis: the checks Kafka makes here (share groups enabled, READ on the group,
+DESCRIBE on the subscribed topics, a member id the client made up), then the group coordinator.
+Version 1 only: v0 was Kafka 4.0's early access, refused since 4.1. While share groups are off
+(``share.version`` finalized below 1, when ``enabled()`` says so) both answer UNSUPPORTED_VERSION, as Kafka does.
+"""
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.share_group_describe import ShareGroupDescribeResponse
+from ..protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
+from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .consumer_groups import described_assignment
+from .groups import _client_host
+from .registry import handles
+
+E = ErrorCode
+
+
+MAX_MEMBER_ID_LENGTH = 36       # a printed UUID (Kafka's KafkaApis.isMemberIdValid)
+
+
+def always() -> bool:
+    return True
+
+
+def member_id_valid(member_id: str | None) -> bool:
+    """Share RPCs' member ids are made up by the client: not empty, at most a UUID's length."""
+    return bool(member_id) and len(member_id) <= MAX_MEMBER_ID_LENGTH
+
+
+class ShareGroupsApi:
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, enabled=always):
+        self.group_coordinator = group_coordinator
+        self.metadata_cache = metadata_cache
+        self.auth = auth
+        self.enabled = enabled
+
+    @handles(76, 1, 1)
+    def handle_share_group_heartbeat(self, request):
+        req = request.body
+        denied = None
+        if not self.enabled():
+            denied = E.UNSUPPORTED_VERSION
+        elif not self.auth.authorize(request, READ, GROUP, req.group_id):
+            denied = E.GROUP_AUTHORIZATION_FAILED
+        elif req.subscribed_topic_names and len(self.auth.filter_authorized(
+                request, DESCRIBE, TOPIC, req.subscribed_topic_names)) < len(set(req.subscribed_topic_names)):
+            denied = E.TOPIC_AUTHORIZATION_FAILED
+        if denied is not None:
+            return ShareGroupHeartbeatResponse(throttle_time_ms=0, error_code=denied, error_message=E(denied).message,
+                                               member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+        result = self.group_coordinator.handle_share_group_heartbeat(
+            req.group_id, req.member_id, req.member_epoch, req.rack_id, req.subscribed_topic_names,
+            request.client_id or "", _client_host(request))
+        if result.error:
+            return ShareGroupHeartbeatResponse(throttle_time_ms=0, error_code=result.error,
+                                               error_message=result.message or E(result.error).message,
+                                               member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+        assignment = None
+        if result.assignment is not None:
+            assignment = ShareGroupHeartbeatResponse.Assignment(topic_partitions=[
+                ShareGroupHeartbeatResponse.TopicPartitions(topic_id=t, partitions=sorted(ps))
+                for t, ps in sorted(result.assignment.items())])
+        return ShareGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=E.NONE, error_message=None, member_id=result.member_id,
+            member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms,
+            assignment=assignment)
+
+    def _assignment(self, assignment: dict) -> ShareGroupDescribeResponse.Assignment:
+        return described_assignment(self.metadata_cache, ShareGroupDescribeResponse, assignment)
+
+    @handles(77, 1, 1)
+    def handle_share_group_describe(self, request):
+        req = request.body
+        Described = ShareGroupDescribeResponse.DescribedGroup
+        out = []
+        for group_id in req.group_ids:
+            if not self.enabled():
+                out.append(Described(error_code=E.UNSUPPORTED_VERSION, error_message=E.UNSUPPORTED_VERSION.message,
+                                     group_id=group_id))
+                continue
+            if not self.auth.authorize(request, DESCRIBE, GROUP, group_id):
+                out.append(Described(error_code=E.GROUP_AUTHORIZATION_FAILED,
+                                     error_message=E.GROUP_AUTHORIZATION_FAILED.message, group_id=group_id))
+                continue
+            error, message, group = self.group_coordinator.handle_share_group_describe(group_id)
+            if group is None:
+                out.append(Described(error_code=error, error_message=message or E(error).message, group_id=group_id,
+                                     group_state="Dead" if error == E.GROUP_ID_NOT_FOUND else ""))
+                continue
+            members = [ShareGroupDescribeResponse.Member(
+                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+                assignment=self._assignment(m.assigned_partitions)) for m in group.members.values()]
+            out.append(Described(
+                error_code=E.NONE, group_id=group_id, group_state=group.state_string, group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch, assignor_name="simple", members=members,
+                authorized_operations=self.auth.authorized_operations(request, GROUP, group_id)
+                if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED))
+        return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
