@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from conformance import create
+from conformance import create, until
 from wire import WireClient
 
 from kafka_compat.protocol.messages import (
@@ -74,6 +74,54 @@ def test_alter_configs_errors(pair):
             pair.call(ALTER_CONFIGS, v, L(resources=[L.AlterConfigsResource(
                 resource_type=rtype, resource_name=name, configs=[L.AlterableConfig(name=key, value=value)])],
                 validate_only=True), what)
+    pair.check()
+
+
+GROUP = 32
+
+
+def test_group_configs(pair):
+    """The GROUP resource (KIP-848/932/1071): defaults with their broker synonyms, Kafka's refusals, and
+    an override as it is then described."""
+    R = describe_configs.DescribeConfigsRequest.DescribeConfigsResource
+    A = incremental_alter_configs.IncrementalAlterConfigsRequest
+    cases = {
+        "by_duration": ("share.auto.offset.reset", 0, "by_duration:PT1H"),
+        "bad reset": ("share.auto.offset.reset", 0, "by_duration:1h"),
+        "below the type's bound": ("share.record.lock.duration.ms", 0, "100"),
+        "below the broker's bound": ("share.record.lock.duration.ms", 0, "10000"),
+        "above the broker's bound": ("share.partition.max.record.locks", 0, "20000"),
+        "standby": ("streams.num.standby.replicas", 0, "5"),
+        "assignor": ("streams.assignor.name", 0, "nope"),
+        "isolation": ("share.isolation.level", 0, "x"),
+        "unknown": ("no.such", 0, "1"),
+        "append": ("share.delivery.count.limit", 2, "3"),
+        "not a number": ("consumer.session.timeout.ms", 0, "abc"),
+    }
+    for v in pair.versions(INCREMENTAL_ALTER_CONFIGS):
+        for what, (key, op, value) in cases.items():
+            pair.call(INCREMENTAL_ALTER_CONFIGS, v, A(resources=[A.AlterConfigsResource(
+                resource_type=GROUP, resource_name="conf-g", configs=[A.AlterableConfig(
+                    name=key, config_operation=op, value=value)])], validate_only=True), f"group {what}")
+        pair.call(INCREMENTAL_ALTER_CONFIGS, v, A(resources=[A.AlterConfigsResource(
+            resource_type=GROUP, resource_name="", configs=[A.AlterableConfig(
+                name="share.delivery.count.limit", config_operation=0, value="3")])], validate_only=True),
+            "default group")
+    pair.call(INCREMENTAL_ALTER_CONFIGS, 1, A(resources=[A.AlterConfigsResource(
+        resource_type=GROUP, resource_name="conf-g", configs=[
+            A.AlterableConfig(name="consumer.session.timeout.ms", config_operation=0, value="50000"),
+            A.AlterableConfig(name="share.isolation.level", config_operation=0, value="read_committed")])],
+        validate_only=False), "group set")
+    probe = describe_configs.DescribeConfigsRequest(resources=[R(
+        resource_type=GROUP, resource_name="conf-g", configuration_keys=["consumer.session.timeout.ms"])])
+    for side in ("ours", "kafka"):      # KRaft applies the change once its metadata record is published
+        until(lambda: pair.client(side).call(DESCRIBE_CONFIGS, 1, probe),
+              lambda r: r.results[0].configs and r.results[0].configs[0].value == "50000")
+    for v in pair.versions(DESCRIBE_CONFIGS):
+        for group in ("conf-g", "conf-g-none", ""):
+            pair.call(DESCRIBE_CONFIGS, v, describe_configs.DescribeConfigsRequest(
+                resources=[R(resource_type=GROUP, resource_name=group, configuration_keys=None)],
+                include_synonyms=True, include_documentation=False), f"group {group!r}")
     pair.check()
 
 

@@ -473,18 +473,23 @@ def test_kafka_configs_clients_and_users(target):
         target.admin().describe_user_scram_credentials([user])[user].result(WAIT)
 
 
-@pytest.mark.xfail(strict=True, reason="kafka-compat bug: DescribeConfigs and IncrementalAlterConfigs answer the "
-                   "GROUP resource type (32) INVALID_REQUEST 'Unsupported resource type: GROUP'; Kafka 4 keeps "
-                   "group configs (KIP-848: consumer.session.timeout.ms, consumer.heartbeat.interval.ms, ...)")
-def test_kafka_configs_groups(single):
-    b, group = single.bootstrap, unique("group")
+def test_kafka_configs_groups(target):
+    b, group = target.bootstrap, unique("group")
     entity = ("--bootstrap-server", b, "--entity-type", "groups", "--entity-name", group)
-    out = tool("kafka-configs", *entity, "--alter", "--add-config", "consumer.session.timeout.ms=50000")
+    out = tool("kafka-configs", *entity, "--alter", "--add-config",
+               "consumer.session.timeout.ms=50000,share.auto.offset.reset=earliest")
     assert out.stdout.strip() == f"Completed updating config for group {group}."
     text = tool("kafka-configs", *entity, "--describe").stdout
     assert described(text)["consumer.session.timeout.ms"] == ("50000", "DYNAMIC_GROUP_CONFIG")
+    assert described(text)["share.auto.offset.reset"] == ("earliest", "DYNAMIC_GROUP_CONFIG")
+    refused = tool("kafka-configs", *entity, "--alter", "--add-config", "share.delivery.count.limit=50",
+                   expect=None)
+    assert refused.returncode != 0
+    assert "share.delivery.count.limit must be in the range 2 to 10 inclusive." in refused.stderr + refused.stdout
     tool("kafka-configs", *entity, "--alter", "--delete-config", "consumer.session.timeout.ms")
-    assert "consumer.session.timeout.ms" not in described(tool("kafka-configs", *entity, "--describe").stdout)
+    text = tool("kafka-configs", *entity, "--describe").stdout
+    assert "consumer.session.timeout.ms" not in described(text)
+    assert described(text)["share.auto.offset.reset"] == ("earliest", "DYNAMIC_GROUP_CONFIG")
 
 
 # ================================================================ kafka-console-producer, kafka-console-consumer

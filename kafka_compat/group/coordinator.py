@@ -29,6 +29,7 @@ from .coordinator_records import (
 )
 from .coordinator_runtime import CoordinatorRuntime
 from .group import now_ms
+from .group_config import GroupConfigManager
 from .group_metadata_manager import GroupMetadataManager, classic_group_from_value
 from .modern.consumer_group import ConsumerGroup
 from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResult
@@ -63,9 +64,11 @@ class MemberSummary:
 
 class GroupCoordinator:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms,
-                 offsets_replication_factor: int = 1):
+                 offsets_replication_factor: int = 1, group_configs: GroupConfigManager | None = None):
         """``offsets_replication_factor``: what `__consumer_offsets` is created with (a cluster gives
-        offsets.topic.replication.factor; a single node 1)."""
+        offsets.topic.replication.factor; a single node 1). ``group_configs``: each group's own configs
+        (the GROUP config resource), kept by the broker's dynamic config manager."""
+        self.group_configs = group_configs if group_configs is not None else GroupConfigManager(config)
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.clock = clock
@@ -73,8 +76,9 @@ class GroupCoordinator:
                                           offsets_replication_factor)
         self.groups = GroupMetadataManager(self.runtime, clock)
         self.classic = ClassicGroupProtocol(config, broker_id, self.groups, self.validate_group_status)
-        self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock)
-        self.share = ShareGroupProtocol(config, self.groups, metadata_cache, clock)
+        self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock,
+                                              self.group_configs)
+        self.share = ShareGroupProtocol(config, self.groups, metadata_cache, clock, self.group_configs)
         self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
         self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False

@@ -47,6 +47,7 @@ from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
 from ..group.coordinator_records import GROUP_METADATA_TOPIC_NAME
+from ..group.group_config import GroupConfigManager
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
 from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
@@ -103,7 +104,7 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
-from .share.share_partition_manager import SharePartitionManager, broker_share_defaults
+from .share.share_partition_manager import SharePartitionManager
 from .share.share_session_cache import ShareSessionCache
 from .share_fetch import ShareFetchApi
 from .share_groups import ShareGroupsApi
@@ -296,6 +297,9 @@ class Broker:
                      else LocalConfigStore(self.log_dirs[0]))
         self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
         self.dynamic_config.register_handler("ips", ip_config_handler(self.connection_quotas))
+        self.group_configs = GroupConfigManager(cfg)
+        self.dynamic_config.register_handler("groups", lambda name, configs: self.group_configs.update(
+            desanitize(name), configs))
         self.dynamic_config.broker_config.add_validator(
             lambda candidate: parse_overrides(candidate["max.connections.per.ip.overrides"]))
         self.dynamic_config.broker_config.add_reconfigurable(connection_limits_changed(cfg, self.connection_quotas))
@@ -377,7 +381,7 @@ class Broker:
         self.controller.startup(self.replica_manager)
         self.controller_metrics.active_controller_count = 1     # a single node is its own controller
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
-                                                  self.controller)
+                                                  self.controller, group_configs=self.group_configs)
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         # Consumer groups reassign when their topics appear, go or grow.
@@ -490,7 +494,8 @@ class Broker:
         await asyncio.to_thread(self.config_manager.startup)     # every subscriber is in
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller,
-                                                  offsets_replication_factor=cfg["offsets.topic.replication.factor"])
+                                                  offsets_replication_factor=cfg["offsets.topic.replication.factor"],
+                                                  group_configs=self.group_configs)
         # Consumer groups reassign when their topics appear, go or grow (UpdateMetadata feeds the cache here).
         self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
@@ -598,7 +603,7 @@ class Broker:
             DescribeProducersApi(rm, cache, auth),
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
-            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
             ShareGroupsApi(self.group_coordinator, cache, auth),
@@ -614,8 +619,8 @@ class Broker:
 
     def _share_partitions(self) -> SharePartitionManager:
         if self.share_partition_manager is None:
-            self.share_partition_manager = SharePartitionManager(self.replica_manager,
-                                                                 broker_share_defaults(self.config))
+            self.share_partition_manager = SharePartitionManager(
+                self.replica_manager, self.group_coordinator.group_configs.group_config)
         return self.share_partition_manager
 
     def _metadata_listeners(self) -> list:

@@ -25,7 +25,7 @@ from .zk_config_manager import ZkConfigManager
 
 log = logging.getLogger(__name__)
 
-ENTITY_TYPES = ("clients", "users", "brokers", "ips")
+ENTITY_TYPES = ("clients", "users", "brokers", "ips", "groups")
 LOCAL_FILE = "dynamic-config.json"
 
 

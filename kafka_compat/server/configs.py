@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic, broker and logger configs.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic, broker, logger and group configs.
 
 Topic configs are the topic's overrides (stored in the topic registry through
 the controller) on top of the broker's defaults; describing a topic lists every
@@ -6,7 +6,8 @@ topic-level config with its effective value and where it came from, as Kafka
 does. Broker configs can be changed at runtime for this broker (resource name =
 its id) or as the cluster default (resource name ""), as far as
 DynamicBrokerConfig allows: stored through the DynamicConfigManager and applied
-at once. BROKER_LOGGER resources map onto Python's `logging` loggers.
+at once. BROKER_LOGGER resources map onto Python's `logging` loggers. GROUP resources are a group's
+own consumer.*, share.* and streams.* configs (GroupConfig), stored like a broker's dynamic configs.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import logging
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
 
 from ..configdef import ConfigSource, ConfigType, convert_to_string
+from ..group.group_config import GroupConfigManager
+from ..group.group_config import validate as validate_group_configs
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
@@ -23,6 +26,7 @@ from .admin_manager import resolved, respond
 from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
 from .auth_helper import GROUP as GROUP_RESOURCE
 from .auth_helper import TOPIC as TOPIC_RESOURCE
+from .client_quota_manager import sanitize
 from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
 from .dynamic_broker_config import DEFAULT
 from .dynamic_config_manager import DynamicConfigManager
@@ -45,7 +49,7 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 class ConfigsApi:
     def __init__(self, broker_id, metadata_cache, config, controller, dynamic_config: DynamicConfigManager,
-                 auth: AuthHelper = NO_AUTHORIZER):
+                 auth: AuthHelper = NO_AUTHORIZER, group_configs: GroupConfigManager | None = None):
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.config = config
@@ -53,6 +57,7 @@ class ConfigsApi:
         self.dynamic_config = dynamic_config
         self.dynamic_broker = dynamic_config.broker_config
         self.auth = auth
+        self.group_configs = group_configs if group_configs is not None else GroupConfigManager(config)
 
     def _authorize(self, request, resource, operation: int) -> None:
         """DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster (broker and logger resources), the topic or the
@@ -142,7 +147,25 @@ class ConfigsApi:
             src = int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
             return [Entry(name=n, value=level, read_only=False, config_source=src, is_sensitive=False,
                           synonyms=[], config_type=0, documentation=None) for n, level in loggers().items()]
+        if rtype == GROUP:
+            if not name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+            return [_group_entry(row, synonyms, docs) for row in self.group_configs.describe(name, self._sources())]
         raise _unsupported(rtype)
+
+    def _sources(self) -> dict[str, ConfigSource]:
+        """Where each group.* broker setting came from: a group config's default synonym says so."""
+        dyn = self.dynamic_broker
+        out = {}
+        for key in BROKER_CONFIG_DEF:
+            if key.startswith("group."):
+                if key in dyn.dynamic_broker:
+                    out[key] = ConfigSource.DYNAMIC_BROKER_CONFIG
+                elif key in dyn.dynamic_default:
+                    out[key] = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+                elif key in self.config.originals:
+                    out[key] = ConfigSource.STATIC_BROKER_CONFIG
+        return out
 
     @handles(32)
     def handle_describe_configs(self, request):
@@ -223,6 +246,29 @@ class ConfigsApi:
         if not validate_only:
             await self.dynamic_config.change("brokers", entity, props)
 
+    async def _alter_group(self, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
+                           validate_only: bool) -> None:
+        """A group's overrides (it need not exist): validated as Kafka's GroupConfig.validate and the
+        broker's bounds, then stored for every broker; SET and DELETE only, every group config being scalar."""
+        if not name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+        for key, op, _ in ops:
+            if op in (APPEND, SUBTRACT):
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {OP_NAMES[op]} to key {key} because its type is not LIST.")
+            if op not in (SET, DELETE):
+                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        entity = sanitize(name)
+        props = {} if replace else dict(await self.dynamic_config.entity_configs("groups", entity))
+        for key, op, value in ops:
+            if op == SET:
+                props[key] = value
+            else:
+                props.pop(key, None)
+        validate_group_configs(props, self.config)
+        if not validate_only:
+            await self.dynamic_config.change("groups", entity, props)
+
     # -- AlterConfigs -----------------------------------------------------------------------
 
     @handles(33)
@@ -239,7 +285,10 @@ class ConfigsApi:
             elif r.resource_type == BROKER:
                 await self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs], True,
                                          req.validate_only)
-            elif r.resource_type in (GROUP, CLIENT_METRICS):
+            elif r.resource_type == GROUP:
+                await self._alter_group(r.resource_name, [(c.name, SET, c.value) for c in r.configs], True,
+                                        req.validate_only)
+            elif r.resource_type == CLIENT_METRICS:
                 raise _unsupported(r.resource_type)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
@@ -266,7 +315,10 @@ class ConfigsApi:
                                          False, req.validate_only)
             elif r.resource_type == BROKER_LOGGER:
                 self._alter_loggers(r, req.validate_only)
-            elif r.resource_type in (GROUP, CLIENT_METRICS):
+            elif r.resource_type == GROUP:
+                await self._alter_group(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
+                                        False, req.validate_only)
+            elif r.resource_type == CLIENT_METRICS:
                 raise _unsupported(r.resource_type)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
@@ -307,6 +359,11 @@ def _entry(e, synonyms: bool, docs: bool) -> Entry:
                  if synonyms else [],
                  config_type=e.config_type.id if e.config_type else 0,
                  documentation=e.documentation if docs else None)
+def _group_entry(row, synonyms: bool, docs: bool) -> Entry:
+    name, value, source, syns, config_type, doc = row
+    return Entry(name=name, value=value, read_only=False, config_source=int(source), is_default=False,
+                 is_sensitive=False, synonyms=[Synonym(name=n, value=v, source=int(s)) for n, v, s in syns]
+                 if synonyms else [], config_type=config_type.id, documentation=doc if docs else None)
 def _unknown_broker_entries(cfg, synonyms: bool) -> list[Entry]:
     """Properties set but not defined: Kafka shows them as sensitive (unknown type), read-only."""
     src = int(ConfigSource.STATIC_BROKER_CONFIG)

@@ -44,10 +44,10 @@ from ..configdef import (
     DictView,
     Importance,
     Password,
+    Range,
     ValidList,
     ValidString,
     at_least,
-    between,
     convert_to_string,
     parse_type,
 )
@@ -311,34 +311,85 @@ BROKER_CONFIG_DEF = (
     .define("group.consumer.migration.policy", STRING, "bidirectional",
             ValidString("disabled", "upgrade", "downgrade", "bidirectional"), MEDIUM,
             "Which online conversions between classic and consumer groups are allowed.")
-    # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig
+    .define("group.consumer.assignment.interval.ms", INT, 1000, at_least(0), MEDIUM,
+            "Least time between two assignment updates of a consumer group.")
+    .define("group.consumer.min.assignment.interval.ms", INT, 0, at_least(0), MEDIUM,
+            "Smallest consumer.assignment.interval.ms a group may set.")
+    .define("group.consumer.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
+            "Largest consumer.assignment.interval.ms a group may set.")
+    # share groups (KIP-932): the defaults and the bounds of each group's share.* configs
     .define("group.share.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
-            "How long a share group member may go without heartbeating.")
+            "How long a share-group member may go without heartbeating.")
     .define("group.share.min.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
-            "Smallest group.share.session.timeout.ms allowed.")
+            "Smallest share.session.timeout.ms a group may set.")
     .define("group.share.max.session.timeout.ms", INT, 60000, at_least(1), MEDIUM,
-            "Largest group.share.session.timeout.ms allowed.")
+            "Largest share.session.timeout.ms a group may set.")
     .define("group.share.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
-            "How often share group members heartbeat (the broker tells them).")
+            "How often share-group members heartbeat (the broker tells them).")
     .define("group.share.min.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
-            "Smallest group.share.heartbeat.interval.ms allowed.")
+            "Smallest share.heartbeat.interval.ms a group may set.")
     .define("group.share.max.heartbeat.interval.ms", INT, 15000, at_least(1), MEDIUM,
-            "Largest group.share.heartbeat.interval.ms allowed.")
-    .define("group.share.max.size", INT, 200, between(1, 1000), MEDIUM, "Most members in one share group.")
+            "Largest share.heartbeat.interval.ms a group may set.")
+    .define("group.share.record.lock.duration.ms", INT, 30000, at_least(1000), MEDIUM,
+            "How long a share consumer holds the records it acquired before they are offered again.")
+    .define("group.share.min.record.lock.duration.ms", INT, 15000, at_least(1000), MEDIUM,
+            "Smallest share.record.lock.duration.ms a group may set.")
+    .define("group.share.max.record.lock.duration.ms", INT, 60000, at_least(1000), MEDIUM,
+            "Largest share.record.lock.duration.ms a group may set.")
+    .define("group.share.delivery.count.limit", INT, 5, Range.between(2, 10), MEDIUM,
+            "Deliveries of one record to a share group before it is archived.")
+    .define("group.share.min.delivery.count.limit", INT, 2, Range.between(2, 10), MEDIUM,
+            "Smallest share.delivery.count.limit a group may set.")
+    .define("group.share.max.delivery.count.limit", INT, 10, Range.between(2, 10), MEDIUM,
+            "Largest share.delivery.count.limit a group may set.")
+    .define("group.share.partition.max.record.locks", INT, 2000, at_least(100), MEDIUM,
+            "Records of one share-partition that may be acquired at once.")
+    .define("group.share.min.partition.max.record.locks", INT, 100, at_least(100), MEDIUM,
+            "Smallest share.partition.max.record.locks a group may set.")
+    .define("group.share.max.partition.max.record.locks", INT, 4000, at_least(100), MEDIUM,
+            "Largest share.partition.max.record.locks a group may set.")
+    .define("group.share.assignment.interval.ms", INT, 1000, at_least(0), MEDIUM,
+            "Least time between two assignment updates of a share group.")
+    .define("group.share.min.assignment.interval.ms", INT, 0, at_least(0), MEDIUM,
+            "Smallest share.assignment.interval.ms a group may set.")
+    .define("group.share.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
+            "Largest share.assignment.interval.ms a group may set.")
+    .define("group.share.max.size", INT, 200, Range.between(1, 1000), MEDIUM, "Most members in one share group.")
     .define("group.share.assignors", LIST, "simple", ValidList("simple"), MEDIUM,
-            "The server-side assignor of share groups (exactly one).")
-    .define("group.share.record.lock.duration.ms", INT, 30000, between(1000, 3600000), MEDIUM,
-            "How long a share group member holds the records it acquired before they are released.")
-    .define("group.share.min.record.lock.duration.ms", INT, 15000, between(1000, 30000), MEDIUM,
-            "Smallest share.record.lock.duration.ms allowed.")
-    .define("group.share.max.record.lock.duration.ms", INT, 60000, between(30000, 3600000), MEDIUM,
-            "Largest share.record.lock.duration.ms allowed.")
-    .define("group.share.delivery.count.limit", INT, 5, between(2, 10), MEDIUM,
-            "Deliveries of a record before it is archived instead of delivered again.")
-    .define("group.share.partition.max.record.locks", INT, 2000, between(100, 10000), MEDIUM,
-            "Most in-flight records of one share partition.")
-    .define("group.share.max.share.sessions", INT, 2000, at_least(1), MEDIUM,
-            "Most share sessions this broker keeps.")
+            "The share groups' server-side assignor.")
+    .define("group.share.max.share.sessions", INT, 2000, at_least(1), MEDIUM, "Most share sessions on one broker.")
+    .define("errors.deadletterqueue.topic.name.prefix", STRING, "dlq.", None, MEDIUM,
+            "The prefix a share group's dead-letter topic name must have (\"\" for none).")
+    # streams groups (KIP-1071): the defaults and the bounds of each group's streams.* configs
+    .define("group.streams.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "How long a streams-group member may go without heartbeating.")
+    .define("group.streams.min.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "Smallest streams.session.timeout.ms a group may set.")
+    .define("group.streams.max.session.timeout.ms", INT, 60000, at_least(1), MEDIUM,
+            "Largest streams.session.timeout.ms a group may set.")
+    .define("group.streams.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "How often streams-group members heartbeat (the broker tells them).")
+    .define("group.streams.min.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "Smallest streams.heartbeat.interval.ms a group may set.")
+    .define("group.streams.max.heartbeat.interval.ms", INT, 15000, at_least(1), MEDIUM,
+            "Largest streams.heartbeat.interval.ms a group may set.")
+    .define("group.streams.num.standby.replicas", INT, 0, at_least(0), MEDIUM,
+            "Standby replicas of each task in a streams group.")
+    .define("group.streams.max.standby.replicas", INT, 2, at_least(0), MEDIUM,
+            "Largest streams.num.standby.replicas a group may set.")
+    .define("group.streams.initial.rebalance.delay.ms", INT, 3000, at_least(0), MEDIUM,
+            "Wait for more streams clients before a new streams group's first assignment.")
+    .define("group.streams.assignment.interval.ms", INT, 1000, at_least(0), MEDIUM,
+            "Least time between two assignment updates of a streams group.")
+    .define("group.streams.min.assignment.interval.ms", INT, 0, at_least(0), MEDIUM,
+            "Smallest streams.assignment.interval.ms a group may set.")
+    .define("group.streams.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
+            "Largest streams.assignment.interval.ms a group may set.")
+    .define("group.streams.max.size", INT, INT_MAX, at_least(1), MEDIUM, "Most members in one streams group.")
+    .define("group.streams.assignors", LIST, "sticky", ValidList("sticky"), MEDIUM,
+            "The streams groups' server-side task assignors; the first is the default.")
+    .define("group.streams.rack.aware.assignment.tags", LIST, "", None, MEDIUM,
+            "Client tags the assignor spreads standby tasks over.")
     .define("offset.metadata.max.bytes", INT, 4096, None, HIGH, "Largest metadata string of a committed offset.")
     .define("offsets.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH, "Read size when loading offsets.")
     .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,

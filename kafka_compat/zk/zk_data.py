@@ -75,12 +75,15 @@ EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 
 # /config/<type>/<name>: the entity types Kafka's ConfigType.ALL lists
-CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
+CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips", "groups")
+# the config entity types whose /config/<type> a broker creates at startup (Kafka 3.9's PersistentZkPaths);
+# `groups` (KIP-848/932 group configs, which Kafka keeps in KRaft's metadata) is created at its first write
+PERSISTENT_CONFIG_TYPES = CONFIG_TYPES[:5]
 
 # What a broker creates (if missing) when it starts: Kafka's ZkData.PersistentZkPaths.
 PERSISTENT_ZK_PATHS = (CONSUMERS_PATH, BROKER_IDS_PATH, TOPICS_PATH, CONFIG_CHANGES_PATH, DELETE_TOPICS_PATH,
                        BROKER_SEQUENCE_ID_PATH, ISR_CHANGE_NOTIFICATION_PATH, PRODUCER_ID_BLOCK_PATH,
-                       LOG_DIR_EVENT_NOTIFICATION_PATH) + tuple(f"{CONFIG_PATH}/{t}" for t in CONFIG_TYPES)
+                       LOG_DIR_EVENT_NOTIFICATION_PATH) + tuple(f"{CONFIG_PATH}/{t}" for t in PERSISTENT_CONFIG_TYPES)
 
 # Every top-level znode Kafka owns (ZkData.SecureRootPaths): what zookeeper-security-migration touches.
 SECURE_ROOT_PATHS = (ADMIN_PATH, BROKERS_PATH, CLUSTER_PATH, CONFIG_PATH, CONTROLLER_PATH, CONTROLLER_EPOCH_PATH,

@@ -87,9 +87,11 @@ def _subset(owned, assigned: dict) -> bool:
 
 
 class ConsumerGroupProtocol:
-    def __init__(self, config, groups, classic, metadata_cache, clock=now_ms):
-        """`groups` is the GroupMetadataManager, `classic` the ClassicGroupProtocol (downgrades hand groups to it)."""
+    def __init__(self, config, groups, classic, metadata_cache, clock=now_ms, group_configs=None):
+        """`groups` is the GroupMetadataManager, `classic` the ClassicGroupProtocol (downgrades hand groups to it);
+        `group_configs` the GroupConfigManager, whose consumer.* overrides win over the broker's defaults."""
         cfg = config
+        self.group_configs = group_configs
         self.groups = groups
         self.classic = classic
         self.metadata_cache = metadata_cache
@@ -112,6 +114,16 @@ class ConsumerGroupProtocol:
 
     def shutdown(self) -> None:
         self.timer.cancel_all()
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        if self.group_configs is None:
+            return self.session_timeout_ms
+        return self.group_configs.group_config(group_id)["consumer.session.timeout.ms"]
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        if self.group_configs is None:
+            return self.heartbeat_interval_ms
+        return self.group_configs.group_config(group_id)["consumer.heartbeat.interval.ms"]
 
     # ------------------------------------------------------------ metadata
     def on_metadata_change(self, topics: set[str]) -> None:
@@ -217,11 +229,12 @@ class ConsumerGroupProtocol:
             client_id=client_id, client_host=client_host, classic_member_metadata=None)
         self._update_member(group, member, updated, records, epoch == 0)
         updated = self._maybe_reconcile(group, group.members[member_id], owned, records)
-        self._schedule_session_timeout(group_id, member_id, self.session_timeout_ms)
+        self._schedule_session_timeout(group_id, member_id, self._session_timeout_ms(group_id))
         full = epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
         changed = updated.assigned_partitions != before.assigned_partitions
-        interval = self.waiting_heartbeat_interval_ms if updated.state == MemberState.UNRELEASED_PARTITIONS \
-            else self.heartbeat_interval_ms
+        interval = self._heartbeat_interval_ms(group_id)
+        if updated.state == MemberState.UNRELEASED_PARTITIONS:
+            interval = min(interval, self.waiting_heartbeat_interval_ms)
         if log.isEnabledFor(logging.DEBUG):     # one line per heartbeat: what the member said, what it is told
             log.debug("heartbeat group %s member %s (%s): epoch %d owned %s -> epoch %d %s, %d assigned%s, "
                       "%d pending revocation", group_id, member_id, client_id, epoch,
@@ -494,7 +507,7 @@ class ConsumerGroupProtocol:
         hold its partitions from their new owner until its session ends)."""
         for member in group.members.values():
             timeout = member.classic_member_metadata.session_timeout_ms if member.use_classic_protocol \
-                else self.session_timeout_ms
+                else self._session_timeout_ms(group.group_id)
             self._schedule_session_timeout(group.group_id, member.member_id, timeout)
             if not member.use_classic_protocol:
                 self._schedule_rebalance_timeout(group.group_id, member)

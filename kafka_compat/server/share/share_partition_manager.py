@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from typing import Callable, NamedTuple
 
 from kafka_compat.storage.fetch_data_info import FetchIsolation
 
+from ...group.group_config import GroupConfig
 from ...protocol.errors import ErrorCode
 from ..delayed_fetch import FetchParams, PartitionFetchInfo
 from .share_fetch_utils import read_batch_spans, truncate_read
@@ -32,32 +32,10 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 CONSUMER_REPLICA_ID = -1
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def parse_duration_ms(text: str) -> int | None:
-    """Java's Duration.parse for the forms Kafka's by_duration takes (PnDTnHnMn.nS); None if malformed."""
-    m = _DURATION.match(text.strip())
-    if m is None or not any(m.groups()):
-        return None
-    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
-
-
-def broker_share_defaults(config) -> Callable[[str], dict]:
-    """A group's share.* configs from the broker's group.share.* defaults (Kafka's GroupConfig defaults)."""
-    defaults = {
-        "share.record.lock.duration.ms": config["group.share.record.lock.duration.ms"],
-        "share.delivery.count.limit": config["group.share.delivery.count.limit"],
-        "share.partition.max.record.locks": config["group.share.partition.max.record.locks"],
-        "share.auto.offset.reset": "latest",
-        "share.isolation.level": "read_uncommitted",
-    }
-    return lambda group_id: defaults
 
 
 class SharePartitionResult(NamedTuple):
@@ -68,7 +46,8 @@ class SharePartitionResult(NamedTuple):
 
 
 class SharePartitionManager:
-    def __init__(self, replica_manager, group_config: Callable[[str], dict], clock=now_ms):
+    def __init__(self, replica_manager, group_config: Callable[[str], GroupConfig], clock=now_ms):
+        """``group_config(group id)``: the group's share.* configs (GroupConfigManager.group_config)."""
         self.replica_manager = replica_manager
         self.group_config = group_config
         self.clock = clock
@@ -90,11 +69,10 @@ class SharePartitionManager:
 
     def _start_offset(self, topic: str, index: int, cfg: dict) -> tuple[int, int]:
         """(error, start offset) from share.auto.offset.reset."""
-        reset = str(cfg["share.auto.offset.reset"]).lower()
+        reset, duration_ms = cfg.auto_offset_reset()
         timestamp = EARLIEST_TIMESTAMP if reset == "earliest" else LATEST_TIMESTAMP
-        if reset.startswith("by_duration:"):
-            duration = parse_duration_ms(reset.split(":", 1)[1])
-            timestamp = self.clock() - (duration or 0)
+        if reset == "by_duration":
+            timestamp = self.clock() - duration_ms
         error, found = self.replica_manager.fetch_offset_for_timestamp(topic, index, timestamp,
                                                                        self._isolation(cfg))
         if error:
@@ -233,4 +211,4 @@ class SharePartitionManager:
         self._arm(*key)
 
 
-__all__ = ["SharePartitionManager", "SharePartitionResult", "broker_share_defaults", "parse_duration_ms"]
+__all__ = ["SharePartitionManager", "SharePartitionResult"]

@@ -7,9 +7,10 @@ subscriptions or the subscribed topics' partitions changed, compute a new target
 with the simple assignor when the group epoch is ahead of it, give the member its target
 (share groups revoke nothing first), re-arm its session timer, answer. Epoch -1 leaves.
 
-The broker's `group.share.heartbeat.interval.ms`, `group.share.session.timeout.ms` and
-`group.share.max.size` apply. Share group metadata lives in memory only (not yet written to
-`__consumer_offsets`): a restarted coordinator sees members rejoin.
+The group's `share.heartbeat.interval.ms` and `share.session.timeout.ms` (the GROUP config
+resource, else the broker's `group.share.*`) and the broker's `group.share.max.size` apply. Share
+group metadata lives in memory only (not yet written to `__consumer_offsets`): a restarted
+coordinator sees its members rejoin.
 """
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ MAX_MEMBER_ID_LENGTH = 36       # a printed UUID, as Kafka's KafkaApis.isMemberI
 
 
 class ShareGroupProtocol:
-    def __init__(self, config, groups, metadata_cache, clock=now_ms):
-        """``groups`` is the GroupMetadataManager (share groups sit beside classic and consumer ones)."""
+    def __init__(self, config, groups, metadata_cache, clock=now_ms, group_configs=None):
+        """``groups`` is the GroupMetadataManager (share groups sit beside classic and consumer ones);
+        ``group_configs`` the GroupConfigManager, whose share.* overrides win over the broker's defaults."""
         self.groups = groups
+        self.group_configs = group_configs
         self.metadata_cache = metadata_cache
         self.clock = clock
         self.heartbeat_interval_ms = config["group.share.heartbeat.interval.ms"]
@@ -43,6 +46,9 @@ class ShareGroupProtocol:
 
     def shutdown(self) -> None:
         self.timer.cancel_all()
+
+    def _group_setting(self, group_id: str, name: str, default: int) -> int:
+        return default if self.group_configs is None else self.group_configs.group_config(group_id)[name]
 
     # ------------------------------------------------------------ heartbeat
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
@@ -125,7 +131,8 @@ class ShareGroupProtocol:
             member.assigned_partitions = target
         self._schedule_session_timeout(group_id, member_id)
         send = joined or subscribed_topic_names is not None or member.assigned_partitions != before
-        return HeartbeatResult(E.NONE, None, member_id, member.member_epoch, self.heartbeat_interval_ms,
+        interval = self._group_setting(group_id, "share.heartbeat.interval.ms", self.heartbeat_interval_ms)
+        return HeartbeatResult(E.NONE, None, member_id, member.member_epoch, interval,
                                     dict(member.assigned_partitions) if send else None)
 
     def _subscription_metadata(self, group: ShareGroup) -> dict:
@@ -165,7 +172,8 @@ class ShareGroupProtocol:
             if isinstance(group, ShareGroup) and not group.is_dead and member_id in group.members:
                 log.info("share group %s: member %s fenced, its session timed out", group_id, member_id)
                 self._remove_member(group, member_id)
-        self.timer.schedule((group_id, member_id), self.session_timeout_ms, expire)
+        self.timer.schedule((group_id, member_id),
+                            self._group_setting(group_id, "share.session.timeout.ms", self.session_timeout_ms), expire)
 
     def on_group_unloaded(self, group: ShareGroup) -> None:
         for member_id in group.members:
