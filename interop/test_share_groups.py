@@ -2,8 +2,9 @@
 
 Three members of one share group on a six-partition topic (interop/java4/ShareMember.java reports
 every record it is given, with its delivery count and what it acknowledged). A new share group
-starts at the latest offset, so each test first writes "warm" records until every partition has
-delivered one: from then on every record written must be delivered.
+starts at the latest offset, so most tests first write "warm" records until every partition has
+delivered one: from then on every record written must be delivered. One sets the group's
+share.auto.offset.reset to earliest (the GROUP config resource) and reads what came before it.
 """
 from __future__ import annotations
 
@@ -17,9 +18,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import peers  # noqa: E402
 from test_groups_support import WAIT, Member, new_topic, unique, wait_until  # noqa: E402
+from wire import WireClient  # noqa: E402
 
+from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest  # noqa: E402
+from kafka_compat.protocol.messages.list_groups import ListGroupsRequest  # noqa: E402
+from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescribeRequest  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 PARTITIONS = 6
@@ -86,6 +92,23 @@ def warm_up(producer: Producer, members) -> None:
         time.sleep(0.5)
 
 
+def wire(broker) -> WireClient:
+    host, port = broker.bootstrap.rsplit(":", 1)
+    return WireClient(host, int(port))
+
+
+def set_group_config(broker, group: str, name: str, value: str) -> None:
+    """IncrementalAlterConfigs SET on the GROUP resource (what kafka-configs --entity-type groups sends)."""
+    A = IncrementalAlterConfigsRequest
+    c = wire(broker)
+    try:
+        r = c.call(44, 1, A(resources=[A.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            A.AlterableConfig(name=name, config_operation=0, value=value)])], validate_only=False))
+    finally:
+        c.close()
+    assert r.responses[0].error_code == 0, r.responses[0].error_message
+
+
 @contextlib.contextmanager
 def share_group(java4, broker, log_dir, modes):
     """A new topic and a share group of members in these modes, warmed up: (topic, group, producer, members).
@@ -125,6 +148,39 @@ def test_implicit_acknowledgement_delivers_every_record_once(java4, broker, tmp_
         assert all(r["d"] == 1 for r in deliveries(members))
         assert sum(1 for m in members if any(not r["v"].startswith("warm") for r in records(m))) >= 2, \
             "the group shares the work"
+
+
+def test_a_group_set_to_earliest_reads_what_was_written_before_it(java4, broker, tmp_path):
+    topic = new_topic(broker, PARTITIONS)
+    producer = Producer(broker, topic)
+    values = [f"old-{i}" for i in range(120)]
+    producer.send(values)
+    producer.close()
+    group = unique("share")
+    set_group_config(broker, group, "share.auto.offset.reset", "earliest")
+    members = [share_member(java4, broker, topic, group, f"{group}-m{i}", tmp_path, "implicit") for i in range(3)]
+    try:
+        wait_until(lambda: {r["v"] for r in deliveries(members)} >= set(values), "every old record delivered",
+                   members)
+        assert Counter(r["v"] for r in deliveries(members)) == Counter(values)
+        c = wire(broker)
+        try:
+            listed = c.call(16, 5, ListGroupsRequest(states_filter=[], types_filter=["share"])).groups
+            assert (group, "share") in {(g.group_id, g.group_type) for g in listed}
+            assert group not in {g.group_id for g in c.call(16, 5, ListGroupsRequest(
+                states_filter=[], types_filter=["consumer"])).groups}
+
+            def described():
+                d = c.call(77, 1, ShareGroupDescribeRequest(group_ids=[group])).groups[0]
+                owned = [p for m in d.members for tp in m.assignment.topic_partitions for p in tp.partitions]
+                return d.error_code == 0 and d.group_state == "Stable" and len(d.members) == 3 \
+                    and sorted(owned) == list(range(PARTITIONS)) and d.assignor_name == "simple"
+            wait_until(described, "three members sharing the six partitions", members)
+        finally:
+            c.close()
+    finally:
+        for m in members:
+            m.close()
 
 
 def test_explicit_accept_release_reject(java4, broker, tmp_path):
