@@ -64,14 +64,14 @@ def deliveries(members) -> list[dict]:
 
 
 class Producer:
-    def __init__(self, broker, topic: str):
+    def __init__(self, broker, topic: str, partitions: int = PARTITIONS):
         from kafka import KafkaProducer
         self.producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5)
-        self.topic = topic
+        self.topic, self.partitions = topic, partitions
 
     def send(self, values: list[str]) -> None:
         for i, v in enumerate(values):
-            self.producer.send(self.topic, value=v.encode(), partition=i % PARTITIONS)
+            self.producer.send(self.topic, value=v.encode(), partition=i % self.partitions)
         self.producer.flush()
 
     def close(self) -> None:
@@ -84,9 +84,9 @@ def warm_up(producer: Producer, members) -> None:
     seen: set[int] = set()
     deadline = time.monotonic() + WAIT
     for n in itertools.count():
-        producer.send([f"warm-{n}-{p}" for p in range(PARTITIONS)])
+        producer.send([f"warm-{n}-{p}" for p in range(producer.partitions)])
         seen = {r["p"] for r in deliveries(members) if r["v"].startswith("warm")}
-        if len(seen) == PARTITIONS:
+        if len(seen) == producer.partitions:
             return
         assert time.monotonic() < deadline, f"partitions that delivered a warm record: {sorted(seen)}"
         time.sleep(0.5)
@@ -110,14 +110,14 @@ def set_group_config(broker, group: str, name: str, value: str) -> None:
 
 
 @contextlib.contextmanager
-def share_group(java4, broker, log_dir, modes):
+def share_group(java4, broker, log_dir, modes, partitions: int = PARTITIONS):
     """A new topic and a share group of members in these modes, warmed up: (topic, group, producer, members).
     Members added to the list are stopped too."""
-    topic = new_topic(broker, PARTITIONS)
+    topic = new_topic(broker, partitions)
     group = unique("share")
     members = [share_member(java4, broker, topic, group, f"{group}-m{i}", log_dir, mode)
                for i, mode in enumerate(modes)]
-    producer = Producer(broker, topic)
+    producer = Producer(broker, topic, partitions)
     try:
         wait_until(lambda: all(any(e["event"] == "subscribed" for e in m.events) for m in members),
                    "members started", members)
@@ -199,21 +199,40 @@ def test_explicit_accept_release_reject(java4, broker, tmp_path):
         assert all(seen[v] == [1] for v in rejected), "a REJECTed record never comes back"
 
 
-def test_records_held_by_a_killed_member_go_to_another_after_the_lock(java4, broker, tmp_path):
+def hold_records(java4, broker, topic, group, producer, log_dir, members) -> tuple[Member, set[str]]:
+    """A member that acquires records of whatever it is given, then stops polling: (it, what it holds)."""
+    holder = share_member(java4, broker, topic, group, f"{group}-holder", log_dir, "hold")
+    members.append(holder)
+    deadline = time.monotonic() + WAIT
+    while not any(e["event"] == "holding" for e in holder.events):
+        producer.send([f"h-{time.monotonic_ns()}-{p}" for p in range(producer.partitions)])
+        assert time.monotonic() < deadline, "the holder never received records"
+        time.sleep(0.3)
+    return holder, {r["v"] for r in records(holder)}
+
+
+def test_records_held_past_the_lock_duration_go_to_another_member(java4, broker, tmp_path):
+    """One partition shared by two members: the holder stays in the group (its session alive) but its
+    acquisition locks run out, and the other member is given the records."""
+    with share_group(java4, broker, tmp_path, ["implicit"], partitions=1) as (topic, group, producer, members):
+        other = list(members)
+        holder, held = hold_records(java4, broker, topic, group, producer, tmp_path, members)
+        held_at = time.monotonic()
+        wait_until(lambda: held <= {r["v"] for r in deliveries(other)}, "held records redelivered", other)
+        assert time.monotonic() - held_at >= LOCK_MS / 1000 - 0.5, "not before the lock ran out"
+        assert holder.alive
+        assert all(r["d"] == 2 for r in deliveries(other) if r["v"] in held), "they come back as second deliveries"
+
+
+def test_records_held_by_a_killed_member_go_to_another(java4, broker, tmp_path):
+    """A SIGKILLed member's connection closes: its share session ends and its records are released (as
+    Kafka's ShareSessionCache does on a disconnect); its partitions move when its group session ends."""
     with share_group(java4, broker, tmp_path, ["implicit"] * 2) as (topic, group, producer, members):
-        holder = share_member(java4, broker, topic, group, f"{group}-holder", tmp_path, "hold")
-        others = list(members)
-        members.append(holder)
-        # the holder acquires records of whatever partitions it is given, then stops polling
-        deadline = time.monotonic() + WAIT
-        while not any(e["event"] == "holding" for e in holder.events):
-            producer.send([f"h-{time.monotonic_ns()}-{p}" for p in range(PARTITIONS)])
-            assert time.monotonic() < deadline, "the holder never received records"
-            time.sleep(0.3)
-        held = {r["v"] for r in records(holder)}
+        other = list(members)
+        holder, held = hold_records(java4, broker, topic, group, producer, tmp_path, members)
         holder.kill()
-        wait_until(lambda: held <= {r["v"] for r in deliveries(others)}, "held records redelivered", others)
-        assert all(r["d"] == 2 for r in deliveries(others) if r["v"] in held), "they come back as second deliveries"
+        wait_until(lambda: held <= {r["v"] for r in deliveries(other)}, "held records redelivered", other)
+        assert all(r["d"] == 2 for r in deliveries(other) if r["v"] in held), "they come back as second deliveries"
 
 
 def test_poison_record_is_archived_at_the_delivery_count_limit(java4, broker, tmp_path):

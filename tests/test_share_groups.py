@@ -139,3 +139,12 @@ def test_heartbeat_group_limits():
     assert p.groups.get_group("g").validate_delete_group() == E.NON_EMPTY_GROUP
     assert p.groups.get_group("g").validate_offset_commit("m1", None, 1, 9) == E.GROUP_ID_NOT_FOUND
     assert beat(p, "m1", 1, ["t", "u"]).assignment == {T1: frozenset(range(4)), T2: frozenset(range(2))}
+
+
+def test_share_sessions_of_a_closed_connection_end():
+    cache = ShareSessionCache()
+    cache.new_context("g", "a", 0, [(T1, 0)], [], False, connection_id=1)
+    cache.new_context("g", "b", 0, [(T1, 0)], [], False, connection_id=2)
+    assert [s.member_id for s in cache.on_disconnect(1)] == ["a"]
+    assert cache.get("g", "a") is None and cache.get("g", "b") is not None
+    assert cache.on_disconnect(1) == []

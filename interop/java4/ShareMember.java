@@ -47,12 +47,14 @@ public final class ShareMember {
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p);
+        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
         Thread stdin = new Thread(() -> {
             try {
                 java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
                 String line;
                 while ((line = in.readLine()) != null && !line.trim().equals("close")) { }
             } catch (java.io.IOException ignored) { }
+            closing.countDown();
             consumer.wakeup();
         });
         stdin.setDaemon(true);
@@ -73,7 +75,8 @@ public final class ShareMember {
                 if (mode.equals("explicit") && !records.isEmpty()) consumer.commitSync();
                 if (mode.equals("hold") && !records.isEmpty()) {
                     emit("holding", "");
-                    Thread.sleep(Long.MAX_VALUE);       // killed while holding its records
+                    closing.await();        // holds its records, never polling again, until killed or closed
+                    break;
                 }
             }
         } catch (org.apache.kafka.common.errors.WakeupException e) {

@@ -221,6 +221,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.share_partition_manager: SharePartitionManager | None = None
+        self._share_fetch_api: ShareFetchApi | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -350,7 +351,8 @@ class Broker:
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
             failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
-            connection_quotas=connection_quotas, inter_broker_listener=cfg.inter_broker_listener_name)
+            connection_quotas=connection_quotas, inter_broker_listener=cfg.inter_broker_listener_name,
+            disconnect_listeners=[self._share_fetch_api.on_disconnect] if self._share_fetch_api else [])
 
     async def _start_socket_server(self, connection_quotas: ConnectionQuotas) -> None:
         self.socket_server = self._new_socket_server(connection_quotas)
@@ -607,7 +609,7 @@ class Broker:
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
             ShareGroupsApi(self.group_coordinator, cache, auth),
-            ShareFetchApi(self._share_partitions(), self.share_sessions, cache, self.broker_id, auth),
+            self._new_share_fetch_api(auth),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
@@ -617,11 +619,13 @@ class Broker:
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
 
-    def _share_partitions(self) -> SharePartitionManager:
+    def _new_share_fetch_api(self, auth: AuthHelper) -> ShareFetchApi:
         if self.share_partition_manager is None:
             self.share_partition_manager = SharePartitionManager(
                 self.replica_manager, self.group_coordinator.group_configs.group_config)
-        return self.share_partition_manager
+        self._share_fetch_api = ShareFetchApi(self.share_partition_manager, self.share_sessions, self.metadata_cache,
+                                              self.broker_id, auth)
+        return self._share_fetch_api
 
     def _metadata_listeners(self) -> list:
         hook = getattr(self.controller, "try_complete_delayed_topic_operations", None)

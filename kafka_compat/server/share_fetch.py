@@ -79,8 +79,18 @@ class ShareFetchApi:
             errors.update({by_name[k]: error for k, error in results.items()})
         return errors
 
+    def on_disconnect(self, connection) -> None:
+        """A client connection is gone: the share sessions it opened close, releasing what they held."""
+        if not self.sessions.sessions:
+            return
+        for session in self.sessions.on_disconnect(id(connection)):
+            self._release(session)
+
     def _close_session(self, session) -> None:
         self.sessions.remove(session.group_id, session.member_id)
+        self._release(session)
+
+    def _release(self, session) -> None:
         names = self._names_unchecked(tid for tid, _ in session.partitions)
         self.manager.release_session(session.group_id, session.member_id,
                                      [(names[tid], i) for tid, i in session.partitions if names.get(tid)])

@@ -101,6 +101,12 @@ class ShareSessionCache:
         session.epoch = next_epoch(session.epoch)
         return ShareSessionContext(session, [], False)
 
+    def on_disconnect(self, connection_id) -> list[ShareSession]:
+        """The sessions opened over a connection that is gone, removed (Kafka's ClientConnectionDisconnectListener):
+        their members' records are released without waiting for the locks."""
+        gone = [key for key, s in self.sessions.items() if s.connection_id == connection_id]
+        return [self.sessions.pop(key) for key in gone]
+
     def _expect(self, key, epoch: int) -> ShareSession:
         session = self.sessions.get(key)
         if session is None:
