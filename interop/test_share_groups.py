@@ -244,3 +244,34 @@ def test_poison_record_is_archived_at_the_delivery_count_limit(java4, broker, tm
         time.sleep(LOCK_MS / 1000 + 1)
         assert sorted(by_value(members)["p-poison"]) == list(range(1, limit + 1)), \
             "archived at the delivery count limit: never delivered again"
+
+
+def test_read_committed_share_group_sees_committed_records_only(java4, broker, tmp_path):
+    from confluent_kafka import Producer as TxnProducer
+
+    topic = new_topic(broker, PARTITIONS)
+    producer = TxnProducer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique("txn")})
+    producer.init_transactions()
+    committed, aborted = [], []
+    for n, commit in enumerate([True, False, True, False, True]):
+        producer.begin_transaction()
+        values = [f"{'c' if commit else 'x'}-{n}-{i}" for i in range(30)]
+        for i, v in enumerate(values):
+            producer.produce(topic, value=v.encode(), partition=i % PARTITIONS)
+        producer.flush()
+        (producer.commit_transaction if commit else producer.abort_transaction)()
+        (committed if commit else aborted).extend(values)
+    group = unique("share")
+    set_group_config(broker, group, "share.auto.offset.reset", "earliest")
+    set_group_config(broker, group, "share.isolation.level", "read_committed")
+    members = [share_member(java4, broker, topic, group, f"{group}-m{i}", tmp_path, "implicit") for i in range(3)]
+    try:
+        wait_until(lambda: {r["v"] for r in deliveries(members)} >= set(committed), "every committed record",
+                   members)
+        time.sleep(LOCK_MS / 1000 + 1)      # past a lock's expiry: whatever was held comes back by now
+        got = Counter(r["v"] for r in deliveries(members))
+        assert not set(got) & set(aborted), "an aborted transaction's records are never delivered"
+        assert got == Counter(committed), "each committed record once"
+    finally:
+        for m in members:
+            m.close()

@@ -5,9 +5,14 @@ Each case starts from a fresh partition, runs steps against it, and checks the i
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+from kafka_compat.storage.fetch_data_info import FetchResult
 
 from kafka_compat.protocol.errors import ErrorCode as E
+from kafka_compat.protocol.records import ControlRecordType, build_batch, build_control_batch
+from kafka_compat.server.share.share_fetch_utils import aborted_batches, read_batch_spans
 from kafka_compat.server.share.share_partition import (
     AckBatch,
     AcknowledgeType,
@@ -198,3 +203,31 @@ def test_state_of():
     assert sp.state_of(1) == (AV, 1, None)
     assert sp.state_of(9) is None
     assert sp.can_acquire()
+
+
+def test_archive_acquired_takes_offsets_out_of_the_answer():
+    sp = new()
+    acquired = sp.acquire("a", [(0, 9)], 500, 0)
+    assert sp.archive_acquired("a", [(2, 3), (7, 9)], acquired) == [
+        AcquiredRecords(0, 1, 1), AcquiredRecords(4, 6, 1)]
+    assert view(sp) == [(0, 1, AQ, 1, "a"), (2, 3, AR, 1, None), (4, 6, AQ, 1, "a"), (7, 9, AR, 1, None)]
+
+
+def test_aborted_transactions_are_found_in_a_read():
+    """A producer's transactional batches from its aborted transaction's first offset up to its ABORT marker;
+    a committed transaction and plain batches are not touched."""
+    txn = {"producer_epoch": 0, "is_transactional": True}
+    data = b"".join([
+        build_batch([(None, b"plain")], base_offset=0),
+        build_batch([(None, b"a1"), (None, b"a2")], base_offset=1, producer_id=7, **txn),
+        build_batch([(None, b"c1")], base_offset=3, producer_id=8, **txn),
+        build_control_batch(ControlRecordType.ABORT, producer_id=7, producer_epoch=0, base_offset=4),
+        build_control_batch(ControlRecordType.COMMIT, producer_id=8, producer_epoch=0, base_offset=5),
+        build_batch([(None, b"a3")], base_offset=6, producer_id=7, **txn),
+    ])
+    result = FetchResult([], 0, 7, data)
+    spans = read_batch_spans(result)
+    assert [(h.base_offset, h.last_offset) for h, _, _ in spans] == [(0, 0), (1, 2), (3, 3), (4, 4), (5, 5), (6, 6)]
+    assert spans[-1][1] == len(data)
+    aborted = [SimpleNamespace(producer_id=7, first_offset=1)]
+    assert aborted_batches(result, spans, aborted) == [(1, 2)], "the batch after the marker is a new transaction"

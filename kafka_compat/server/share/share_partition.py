@@ -241,6 +241,25 @@ class SharePartition:
         self._advance_start()
         return E.NONE
 
+    def archive_acquired(self, member_id: str, ranges: list[tuple[int, int]],
+                         acquired: list[AcquiredRecords]) -> list[AcquiredRecords]:
+        """Archive what ``member_id`` just acquired inside ``ranges`` (batches of aborted transactions, for
+        read_committed) and return ``acquired`` without those offsets."""
+        for first, last in ranges:
+            for r in self._slice(first, last):
+                if r.state == RecordState.ACQUIRED and r.member_id == member_id:
+                    r.state, r.member_id, r.lock_expiry_ms = RecordState.ARCHIVED, None, -1
+        self._merge()
+        self._advance_start()
+        out = []
+        for a in acquired:
+            pieces = [(a.first_offset, a.last_offset)]
+            for first, last in ranges:
+                pieces = [p for lo, hi in pieces for p in ((lo, min(hi, first - 1)), (max(lo, last + 1), hi))
+                          if p[0] <= p[1]]
+            out.extend(AcquiredRecords(lo, hi, a.delivery_count) for lo, hi in pieces)
+        return out
+
     def release_member(self, member_id: str) -> int:
         """The member is gone (its share session closed): everything it holds goes back. Returns how many."""
         return self._release_where(lambda r: r.member_id == member_id)

@@ -25,7 +25,7 @@ from kafka_compat.storage.fetch_data_info import FetchIsolation
 from ...group.group_config import GroupConfig
 from ...protocol.errors import ErrorCode
 from ..delayed_fetch import FetchParams, PartitionFetchInfo
-from .share_fetch_utils import read_batch_spans, truncate_read
+from .share_fetch_utils import aborted_batches, read_batch_spans, truncate_read
 from .share_partition import AckBatch, AcquiredRecords, SharePartition
 
 log = logging.getLogger(__name__)
@@ -147,11 +147,17 @@ class SharePartitionManager:
             acquired: list[AcquiredRecords] = []
             if sp is not None and remaining > 0 and records.size:
                 spans = read_batch_spans(records)
-                acquired = sp.acquire(member_id, [(b, last) for b, last, _ in spans], remaining, now)
+                acquired = sp.acquire(member_id, [(h.base_offset, h.last_offset) for h, _, _ in spans], remaining,
+                                      now)
+                if acquired and r.info.aborted_transactions:
+                    # read_committed: an aborted transaction's records are archived, never delivered
+                    aborted = aborted_batches(records, spans, r.info.aborted_transactions)
+                    if aborted:
+                        acquired = sp.archive_acquired(member_id, aborted, acquired)
                 if acquired:
                     remaining -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
                     top = acquired[-1].last_offset
-                    cut = next((end for b, last, end in spans if last >= top), records.size)
+                    cut = next((end for h, end, _ in spans if h.last_offset >= top), records.size)
                     records = truncate_read(records, cut)
                     self._arm(group_id, topic, index)
             if not acquired:
