@@ -275,3 +275,40 @@ def test_read_committed_share_group_sees_committed_records_only(java4, broker, t
     finally:
         for m in members:
             m.close()
+
+
+def test_kafka_share_groups_tool_lists_describes_and_deletes(java4, broker, tmp_path):
+    """Kafka 4.4's kafka-share-groups (ShareGroupCommand) against the group: ListGroups, ShareGroupDescribe,
+    DescribeShareGroupOffsets and DeleteGroups."""
+    import kafka_tools
+    kafka_tools.require()
+
+    def share_groups(*args) -> str:
+        out = kafka_tools.run("kafka-share-groups", "--bootstrap-server", broker.bootstrap, *args)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return out.stdout
+
+    topic = new_topic(broker, 3)
+    producer = Producer(broker, topic, 3)
+    producer.send([f"t-{i}" for i in range(30)])
+    producer.close()
+    group = unique("share")
+    set_group_config(broker, group, "share.auto.offset.reset", "earliest")
+    member = share_member(java4, broker, topic, group, f"{group}-m", tmp_path, "implicit")
+    try:
+        wait_until(lambda: len(deliveries([member])) >= 30, "every record delivered", [member])
+        assert group in share_groups("--list").split()
+        rows = [line.split() for line in share_groups("--describe", "--group", group).splitlines()
+                if line.startswith(group)]
+        # the start offsets move past what the member accepted (its next poll acknowledges the last ones)
+        wait_until(lambda: all(r[3] == "10" and r[4] == "0" for r in [
+            line.split() for line in share_groups("--describe", "--group", group).splitlines()
+            if line.startswith(group)]), "every partition acknowledged to its end", [member])
+        assert sorted(r[2] for r in rows) == ["0", "1", "2"]
+        members = share_groups("--describe", "--group", group, "--members")
+        assert f"{group}-m" in members and f"{topic}:0,1,2" in members
+        assert "Stable" in share_groups("--describe", "--group", group, "--state")
+    finally:
+        member.close()
+    assert "was successful" in share_groups("--delete", "--group", group)
+    assert group not in share_groups("--list").split()

@@ -62,6 +62,7 @@ from kafka_compat.protocol.messages.describe_configs import DescribeConfigsReque
 from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
 from kafka_compat.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kafka_compat.protocol.messages.describe_producers import DescribeProducersRequest
+from kafka_compat.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafka_compat.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kafka_compat.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
@@ -409,15 +410,20 @@ async def share_group_heartbeat(ctx: Ctx):
     assert [list(tp.partitions) for tp in r.assignment.topic_partitions] == [[0]]
 
 
-@case(77)
-async def share_group_describe(ctx: Ctx):
+async def _share_member_joined(ctx: Ctx) -> tuple[str, str, str]:
+    """(group, topic, another group): member m1 has joined the share group, READ and DESCRIBE granted."""
     group, topic = f"{ctx.name}-group", await ctx.topic()
     await ctx.grant(READ, group, GROUP)
     await ctx.grant(DESCRIBE, topic, TOPIC)
     joined = await ctx.call(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0,
                                                               subscribed_topic_names=[topic]))
     assert joined.error_code == 0
-    other = f"{ctx.name}-other"
+    return group, topic, f"{ctx.name}-other"
+
+
+@case(77)
+async def share_group_describe(ctx: Ctx):
+    group, topic, other = await _share_member_joined(ctx)
     body = ShareGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=True)
     mine, theirs = (await ctx.call(77, 1, body)).groups
     assert (mine.error_code, mine.group_state, [m.member_id for m in mine.members]) == (0, "Stable", ["m1"])
@@ -426,6 +432,19 @@ async def share_group_describe(ctx: Ctx):
     await ctx.grant(DESCRIBE, other, GROUP)
     _, theirs = (await ctx.call(77, 1, body)).groups
     assert theirs.error_code == E.GROUP_ID_NOT_FOUND
+
+
+@case(90)
+async def describe_share_group_offsets(ctx: Ctx):
+    """DESCRIBE on the group, then DESCRIBE on each topic named."""
+    group, topic, other = await _share_member_joined(ctx)
+    R = DescribeShareGroupOffsetsRequest
+    body = R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=[
+        R.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])]) for g in (group, other)])
+    mine, theirs = (await ctx.call(90, 1, body)).groups
+    assert mine.error_code == 0 and theirs.error_code == E.GROUP_AUTHORIZATION_FAILED
+    part = mine.topics[0].partitions[0]
+    assert (part.error_code, part.start_offset) == (0, -1), "no share state yet"
 
 
 async def _topic_id(ctx: Ctx, topic: str) -> bytes:

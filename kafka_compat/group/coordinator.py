@@ -79,6 +79,8 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock,
                                               self.group_configs)
         self.share = ShareGroupProtocol(config, self.groups, metadata_cache, clock, self.group_configs)
+        # called with a share group's id once DeleteGroups removed it (its share partitions' state goes too)
+        self.share_group_deleted: list = []
         self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
         self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False
@@ -352,6 +354,9 @@ class GroupCoordinator:
             if records and self.runtime.topic_exists():
                 self.runtime.append(group_id, records, lambda error: None)
             log.info("deleted group %s (%d offsets)", group_id, removed)
+            if isinstance(group, ShareGroup):
+                for listener in self.share_group_deleted:
+                    listener(group_id)
             errors[group_id] = E.NONE
         return errors
 

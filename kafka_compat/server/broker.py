@@ -608,8 +608,8 @@ class Broker:
             ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
-            ShareGroupsApi(self.group_coordinator, cache, auth),
             self._new_share_fetch_api(auth),
+            ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
@@ -623,6 +623,9 @@ class Broker:
         if self.share_partition_manager is None:
             self.share_partition_manager = SharePartitionManager(
                 self.replica_manager, self.group_coordinator.group_configs.group_config)
+            self.group_coordinator.share_group_deleted.append(self.share_partition_manager.on_group_deleted)
+            if hasattr(self.controller, "on_topic_deleted"):        # a single node's own topic deletion
+                self.controller.on_topic_deleted.append(self.share_partition_manager.on_topic_deleted)
         self._share_fetch_api = ShareFetchApi(self.share_partition_manager, self.share_sessions, self.metadata_cache,
                                               self.broker_id, auth)
         return self._share_fetch_api

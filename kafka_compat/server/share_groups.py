@@ -8,6 +8,7 @@ Version 1 only: v0 was Kafka 4.0's early access, refused since 4.1. While share 
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
+from ..protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsResponse
 from ..protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from ..protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
@@ -31,8 +32,12 @@ def member_id_valid(member_id: str | None) -> bool:
 
 
 class ShareGroupsApi:
-    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, enabled=always):
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, share_partitions=None,
+                 enabled=always):
+        """``share_partitions``: the SharePartitionManager DescribeShareGroupOffsets asks (a single node's share
+        partitions all live on it)."""
         self.group_coordinator = group_coordinator
+        self.share_partitions = share_partitions
         self.metadata_cache = metadata_cache
         self.auth = auth
         self.enabled = enabled
@@ -100,3 +105,53 @@ class ShareGroupsApi:
                 authorized_operations=self.auth.authorized_operations(request, GROUP, group_id)
                 if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED))
         return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
+
+    @handles(90)
+    def handle_describe_share_group_offsets(self, request):
+        return _describe_offsets(self, request)
+
+
+class _Offsets:
+    Group = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
+    Topic = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic
+    Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
+
+
+def _describe_offsets(self, request):
+    """DescribeShareGroupOffsets (90): each share partition's start offset, leader epoch and (v1) lag.
+    DESCRIBE on the group, DESCRIBE on each topic; without topics, every topic the group has state for."""
+    req = request.body
+    out = []
+    for g in req.groups:
+        error = None if self.enabled() else E.UNSUPPORTED_VERSION
+        if error is None and not self.auth.authorize(request, DESCRIBE, GROUP, g.group_id):
+            error = E.GROUP_AUTHORIZATION_FAILED
+        if error is None:
+            error, message, _ = self.group_coordinator.handle_share_group_describe(g.group_id)
+            error = None if error == E.NONE else error
+        if error is not None:
+            out.append(_Offsets.Group(group_id=g.group_id, topics=[], error_code=error, error_message=E(error).message))
+            continue
+        wanted = [(t.topic_name, list(t.partitions)) for t in g.topics] if g.topics is not None else [
+            (name, None) for name in sorted(self.share_partitions.group_topics(g.group_id))]
+        topics = []
+        for name, partitions in wanted:
+            topic = self.metadata_cache.get_topic(name)
+            if partitions is None:
+                partitions = list(range(topic.partitions)) if topic is not None else []
+            allowed = self.auth.authorize(request, DESCRIBE, TOPIC, name)
+            parts = []
+            for index in partitions:
+                if not allowed or topic is None:
+                    code = E.TOPIC_AUTHORIZATION_FAILED if not allowed else E.UNKNOWN_TOPIC_OR_PARTITION
+                    parts.append(_Offsets.Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
+                                                    error_code=code, error_message=E(code).message))
+                    continue
+                start, epoch, lag = self.share_partitions.offsets_summary(g.group_id, name, index)
+                parts.append(_Offsets.Partition(partition_index=index, start_offset=start, leader_epoch=epoch,
+                                                lag=lag, error_code=E.NONE, error_message=None))
+            topics.append(_Offsets.Topic(topic_name=name, topic_id=topic.topic_id if topic is not None else bytes(16),
+                                         partitions=parts))
+        out.append(_Offsets.Group(group_id=g.group_id, topics=topics, error_code=E.NONE, error_message=None))
+    return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=out)
+

@@ -104,6 +104,10 @@ class SharePartition:
         return self.in_flight_count() < self.max_record_locks or any(
             r.state == RecordState.AVAILABLE for r in self.ranges)
 
+    def delivery_complete_count(self) -> int:
+        """In-flight records whose delivery is over (Acknowledged or Archived): KIP-1226's DeliveryCompleteCount."""
+        return sum(r.last - r.first + 1 for r in self.ranges if r.state in TERMINAL)
+
     def earliest_lock_expiry(self) -> int | None:
         expiries = [r.lock_expiry_ms for r in self.ranges if r.state == RecordState.ACQUIRED]
         return min(expiries) if expiries else None

@@ -186,12 +186,35 @@ class SharePartitionManager:
                 released += sp.release_member(member_id)
         return released
 
-    def on_partitions_deleted(self, topic: str) -> None:
-        for key in [k for k in self.partitions if k[1] == topic]:
+    def _drop(self, keys) -> None:
+        for key in keys:
             del self.partitions[key]
             entry = self._timers.pop(key, None)
             if entry is not None:
                 entry[1].cancel()
+
+    def on_topic_deleted(self, topic: str, partitions: int | None = None) -> None:
+        self._drop([k for k in self.partitions if k[1] == topic])
+
+    def on_group_deleted(self, group_id: str) -> None:
+        """DeleteGroups removed a share group: its share partitions' state goes with it."""
+        self._drop([k for k in self.partitions if k[0] == group_id])
+
+    # ------------------------------------------------------------ offsets (DescribeShareGroupOffsets)
+    def group_topics(self, group_id: str) -> set[str]:
+        return {topic for g, topic, _ in self.partitions if g == group_id}
+
+    def offsets_summary(self, group_id: str, topic: str, index: int) -> tuple[int, int, int]:
+        """(start offset, leader epoch, lag) of a share partition, (-1, -1, -1) when the group has none there.
+        The lag counts the records from the start offset to the high watermark whose delivery is not over."""
+        sp = self.partitions.get((group_id, topic, index))
+        if sp is None:
+            return -1, -1, -1
+        partition = self.replica_manager.get_partition(topic, index)
+        if partition is None:
+            return sp.start_offset, -1, -1
+        lag = max(partition.high_watermark - sp.start_offset - sp.delivery_complete_count(), 0)
+        return sp.start_offset, partition.leader_epoch, lag
 
     # ------------------------------------------------------------ acquisition-lock timers
     def _arm(self, group_id: str, topic: str, index: int) -> None:
