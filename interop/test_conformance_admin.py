@@ -13,6 +13,8 @@ from wire import WireClient
 
 from kafka_compat.protocol.messages import (
     alter_configs,
+    api_versions,
+    consumer_group_heartbeat,
     create_acls,
     describe_acls,
     describe_client_quotas,
@@ -26,12 +28,14 @@ from kafka_compat.protocol.messages import (
     incremental_alter_configs,
     list_transactions,
     sasl_handshake,
+    update_features,
 )
 
 DESCRIBE_ACLS, CREATE_ACLS, DESCRIBE_CONFIGS, ALTER_CONFIGS, DESCRIBE_LOG_DIRS, SASL_HANDSHAKE = 29, 30, 32, 33, 35, 17
 INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS = 44, 48, 50
 DESCRIBE_CLUSTER, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 60, 61, 65, 66
 DESCRIBE_TOPIC_PARTITIONS = 75
+API_VERSIONS, UPDATE_FEATURES, CONSUMER_GROUP_HEARTBEAT = 18, 57, 68
 TOPIC, BROKER = 2, 4
 
 
@@ -122,6 +126,79 @@ def test_group_configs(pair):
             pair.call(DESCRIBE_CONFIGS, v, describe_configs.DescribeConfigsRequest(
                 resources=[R(resource_type=GROUP, resource_name=group, configuration_keys=None)],
                 include_synonyms=True, include_documentation=False), f"group {group!r}")
+    pair.check()
+
+
+CLIENT_METRICS, LIST_CONFIG_RESOURCES = 16, 74
+
+
+def test_client_metrics_configs_and_listing(pair):
+    """CLIENT_METRICS subscriptions (KIP-714): Kafka's refusals, one described before and after it is
+    set, and ListConfigResources of each type."""
+    from kafka_compat.protocol.messages import list_config_resources
+    R = describe_configs.DescribeConfigsRequest.DescribeConfigsResource
+    A = incremental_alter_configs.IncrementalAlterConfigsRequest
+    cases = {
+        "interval too short": ("interval.ms", 0, "50"),
+        "interval not a number": ("interval.ms", 0, "abc"),
+        "unknown": ("nope", 0, "1"),
+        "bad selector": ("match", 0, "bogus=1"),
+        "bad regex": ("match", 0, "client_id=["),
+        "no value": ("match", 0, "client_id"),
+        "append": ("metrics", 2, "a.b"),
+    }
+    for v in pair.versions(INCREMENTAL_ALTER_CONFIGS):
+        for what, (key, op, value) in cases.items():
+            pair.call(INCREMENTAL_ALTER_CONFIGS, v, A(resources=[A.AlterConfigsResource(
+                resource_type=CLIENT_METRICS, resource_name="conf-sub", configs=[A.AlterableConfig(
+                    name=key, config_operation=op, value=value)])], validate_only=True), f"client metrics {what}")
+    describe = describe_configs.DescribeConfigsRequest(resources=[
+        R(resource_type=CLIENT_METRICS, resource_name="conf-sub", configuration_keys=None),
+        R(resource_type=CLIENT_METRICS, resource_name="", configuration_keys=None)], include_synonyms=True)
+    pair.call(DESCRIBE_CONFIGS, 4, describe, "client metrics unset")
+    pair.call(INCREMENTAL_ALTER_CONFIGS, 1, A(resources=[A.AlterConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name="conf-sub", configs=[
+            A.AlterableConfig(name="metrics", config_operation=0, value="org.apache.kafka.producer."),
+            A.AlterableConfig(name="interval.ms", config_operation=0, value="1000")])], validate_only=False),
+        "client metrics set")
+    probe = describe_configs.DescribeConfigsRequest(resources=describe.resources[:1])
+    for side in ("ours", "kafka"):      # KRaft applies the change once its metadata record is published
+        until(lambda: pair.client(side).call(DESCRIBE_CONFIGS, 1, probe),
+              lambda r: any(e.value == "1000" for e in r.results[0].configs))
+    for v in pair.versions(DESCRIBE_CONFIGS):
+        pair.call(DESCRIBE_CONFIGS, v, describe, "client metrics set")
+    L = list_config_resources.ListConfigResourcesRequest
+    pair.call(LIST_CONFIG_RESOURCES, 0, L(), "v0: client metrics")
+    for types in ([CLIENT_METRICS], [BROKER], [99]):
+        pair.call(LIST_CONFIG_RESOURCES, 1, L(resource_types=types), f"types {types}")
+    pair.check()
+
+
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+
+
+def test_partition_reassignments(pair):
+    """Reassignments on a single node, as Kafka answers them for a one-broker cluster: the assignment a
+    partition has is accepted, every other refused with Kafka's reason, and nothing is ever in progress."""
+    from kafka_compat.protocol.messages import alter_partition_reassignments, list_partition_reassignments
+    create(pair, "conf-reassign", partitions=2)
+    A = alter_partition_reassignments.AlterPartitionReassignmentsRequest
+    cases = {"same": [(0, [0])], "other broker": [(0, [1])], "twice": [(0, [0, 0])], "empty": [(0, [])],
+             "cancel": [(0, None)], "missing partition": [(5, [0])], "two brokers": [(1, [0, 1])],
+             "negative": [(0, [-1])], "one partition twice": [(0, [0]), (0, [0])]}
+    for v in pair.versions(ALTER_PARTITION_REASSIGNMENTS):
+        for what, parts in cases.items():
+            pair.call(ALTER_PARTITION_REASSIGNMENTS, v, A(timeout_ms=5000, topics=[A.ReassignableTopic(
+                name="conf-reassign", partitions=[A.ReassignablePartition(partition_index=p, replicas=r)
+                                                  for p, r in parts])]), what)
+        pair.call(ALTER_PARTITION_REASSIGNMENTS, v, A(timeout_ms=5000, topics=[A.ReassignableTopic(
+            name="conf-reassign-missing", partitions=[A.ReassignablePartition(partition_index=0, replicas=[0])])]),
+            "missing topic")
+    L = list_partition_reassignments.ListPartitionReassignmentsRequest
+    pair.call(LIST_PARTITION_REASSIGNMENTS, 0, L(timeout_ms=5000, topics=None), "all")
+    pair.call(LIST_PARTITION_REASSIGNMENTS, 0, L(timeout_ms=5000, topics=[
+        L.ListPartitionReassignmentsTopics(name="conf-reassign", partition_indexes=[0, 9]),
+        L.ListPartitionReassignmentsTopics(name="conf-reassign-missing", partition_indexes=[0])]), "named")
     pair.check()
 
 
@@ -219,3 +296,53 @@ def test_malformed_frames(pair, conformance_broker, reference_kafka):
         cid, body = c.receive(18, 0)
         assert cid == 7 and body.error_code == 35 and [k.api_key for k in body.api_keys] == [18]
         c.close()
+
+
+# --- UpdateFeatures (KIP-584) -------------------------------------------------------------
+
+def _feature_updates(*updates, validate_only: bool = True):
+    U = update_features.UpdateFeaturesRequest
+    return U(timeout_ms=30000, validate_only=validate_only, feature_updates=[
+        U.FeatureUpdateKey(feature=f, max_version_level=level, upgrade_type=kind) for f, level, kind in updates])
+
+
+def test_update_features(pair):
+    """Validate-only cases at every version both serve from v1, then a real downgrade of group.version and the
+    upgrade back, with the consumer protocol refused in between. v0 is left out: it has no validate_only, and
+    Kafka 4.4's controller ignores its AllowDowngrade (it reads v1's UpgradeType default, UPGRADE, and refuses
+    the downgrade) where ZooKeeper-mode Kafka applied it, as Kafka's UpdateFeaturesRequest reads it and we do. Levels only one side supports are left out: the answers would
+    differ for a reason the ApiVersions entries of conformance.KNOWN already name."""
+    UPGRADE, SAFE, UNSAFE = 1, 2, 3
+    cases = {
+        "safe downgrade": [("group.version", 0, SAFE)],
+        "unsafe downgrade": [("group.version", 0, UNSAFE)],
+        "upgrade to the level held": [("group.version", 1, UPGRADE)],
+        "downgrade without its type": [("group.version", 0, UPGRADE)],
+        "upgrade type unknown": [("group.version", 0, 0)],
+        "upgrade type beyond": [("group.version", 0, 4)],
+        "newer by downgrade": [("group.version", 1, SAFE)],
+        "below zero": [("group.version", -1, SAFE)],
+        "beyond what is supported": [("group.version", 2, UPGRADE)],
+        "unknown feature": [("no.such.version", 1, UPGRADE)],
+        "unknown feature at 0": [("no.such.version", 0, SAFE)],
+        "metadata.version below the minimum": [("metadata.version", 6, SAFE)],
+        "metadata.version downgrade that loses metadata": [("metadata.version", 29, SAFE)],
+        "metadata.version unsafe downgrade": [("metadata.version", 29, UNSAFE)],
+        "one bad of two": [("group.version", 0, SAFE), ("group.version", 9, UPGRADE)],
+        "none": [],
+    }
+    for v in pair.versions(UPDATE_FEATURES, lo=1):
+        for what, updates in cases.items():
+            pair.call(UPDATE_FEATURES, v, _feature_updates(*updates), f"validate-only {what}")
+    hello = api_versions.ApiVersionsRequest(client_software_name="conformance", client_software_version="1")
+    H = consumer_group_heartbeat.ConsumerGroupHeartbeatRequest
+    heartbeat = H(group_id="conf-features", member_id="conf-features-member", member_epoch=0,
+                  rebalance_timeout_ms=30000, subscribed_topic_names=["conf-features"], topic_partitions=[])
+    try:
+        pair.call(UPDATE_FEATURES, 1, _feature_updates(("group.version", 0, SAFE), validate_only=False), "downgrade")
+        pair.call(API_VERSIONS, 4, hello, "group.version at 0")
+        pair.call(CONSUMER_GROUP_HEARTBEAT, 0, heartbeat, "group.version at 0")
+    finally:
+        pair.call(UPDATE_FEATURES, 2, _feature_updates(("group.version", 1, UPGRADE), validate_only=False), "upgrade")
+    pair.call(API_VERSIONS, 4, hello, "group.version at 1")
+    pair.check()

@@ -492,6 +492,58 @@ def test_kafka_configs_groups(target):
     assert described(text)["share.auto.offset.reset"] == ("earliest", "DYNAMIC_GROUP_CONFIG")
 
 
+def test_kafka_configs_client_metrics(target):
+    """A KIP-714 subscription made, listed (ListConfigResources), described and removed with kafka-configs."""
+    name = unique("sub")
+    entity = ("--bootstrap-server", target.bootstrap, "--entity-type", "client-metrics")
+    out = tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--add-config",
+               "metrics=[org.apache.kafka.producer.,org.apache.kafka.consumer.],interval.ms=1000")
+    assert out.stdout.strip() == f"Completed updating config for client-metric {name}."
+    text = tool("kafka-configs", *entity, "--describe").stdout        # every subscription: ListConfigResources
+    assert f"Dynamic configs for client-metric {name} are:" in text
+    assert described(text)["interval.ms"] == ("1000", "DYNAMIC_CLIENT_METRICS_CONFIG")
+    text = tool("kafka-configs", *entity, "--entity-name", name, "--describe").stdout
+    assert described(text)["metrics"] == ("org.apache.kafka.producer.,org.apache.kafka.consumer.",
+                                          "DYNAMIC_CLIENT_METRICS_CONFIG")
+    refused = tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--add-config", "interval.ms=5",
+                   expect=None)
+    assert refused.returncode != 0 and "interval must be between 100 and 3600000" in refused.stderr + refused.stdout
+    tool("kafka-configs", *entity, "--entity-name", name, "--alter", "--delete-config", "metrics,interval.ms")
+    assert name not in tool("kafka-configs", *entity, "--describe").stdout
+
+
+def test_the_java_client_pushes_its_metrics_to_the_metrics_endpoint():
+    """kafka-producer-perf-test's producer (the Java client 4.4) is matched by a subscription, pushes its
+    metrics (KIP-714), and they show on /metrics under its client id and software name."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kafka_compat.testing import free_ports
+    port, = free_ports(1)
+    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{port}"}) as b:
+        tool("kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "client-metrics",
+             "--entity-name", "java", "--alter", "--add-config",
+             "metrics=org.apache.kafka.producer.,interval.ms=500,match=[client_id=java-telemetry]")
+        perf = kafka_tools.start("kafka-producer-perf-test", "--topic", "telemetry", "--num-records", 100000,
+                                 "--record-size", 100, "--throughput", 200, "--producer-props",
+                                 f"bootstrap.servers={b.bootstrap}", "client.id=java-telemetry")
+        found: dict = {}
+        try:
+            deadline = time.monotonic() + 90
+            while not found and time.monotonic() < deadline:
+                time.sleep(0.5)
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                found = {s.name: dict(s.labels) for f in text_string_to_metric_families(text) for s in f.samples
+                         if s.labels.get("client_id") == "java-telemetry"}
+        finally:
+            perf.terminate()
+            perf.wait(30)
+        assert found, "the Java client never pushed its metrics"
+        assert all(n.startswith("org_apache_kafka_producer_") for n in found), sorted(found)
+        assert {labels["client_software_name"] for labels in found.values()} == {"apache-kafka-java"}
+
+
 # ================================================================ kafka-console-producer, kafka-console-consumer
 
 def console_consume(target: Target, topic: str, count: int, *args) -> list[str]:
@@ -981,26 +1033,88 @@ def test_kafka_acls_add_list_remove(authorized):
 
 # ================================================================ kafka-features, kafka-broker-api-versions
 
+def finalized_on(broker) -> tuple[int, dict[str, int]]:
+    """A broker's finalized features (ApiVersions v4) and their epoch."""
+    c = WireClient("127.0.0.1", broker.port)
+    try:
+        r = c.call(18, 4, ApiVersionsRequest(client_software_name="kafka-tools-test", client_software_version="1"))
+    finally:
+        c.close()
+    return r.finalized_features_epoch, {f.name: f.max_version_level for f in r.finalized_features}
+
+
+def feature_lines(text: str) -> dict[str, dict[str, str]]:
+    """kafka-features describe: `Feature: name  SupportedMinVersion: 0  ...` per line (padded with spaces)."""
+    rows = [dict(re.findall(r"(\w+): (\S+)", line)) for line in lines(text)]
+    return {row["Feature"]: row for row in rows}
+
+
 def test_kafka_features_describe(target):
     c = WireClient("127.0.0.1", target.port)
-    try:
-        r = c.call(18, 3, ApiVersionsRequest(client_software_name="kafka-tools-test", client_software_version="1"))
+    try:       # v4: the tool's Admin client sees the features whose minimum is 0 too
+        r = c.call(18, 4, ApiVersionsRequest(client_software_name="kafka-tools-test", client_software_version="1"))
     finally:
         c.close()
     finalized = {f.name: f.max_version_level for f in r.finalized_features}
     advertised = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
     out = tool("kafka-features", "--bootstrap-server", target.bootstrap, "describe").stdout
-    printed = {f["Feature"]: f for f in map(fields, lines(out))}
-    assert set(printed) == set(advertised)
+    printed = feature_lines(out)
+    assert set(printed) == set(advertised) == {"metadata.version", "transaction.version", "group.version",
+                                               "share.version", "streams.version"}
+    # metadata.version is printed by its release name, as Kafka 4's tool knows the levels
+    assert (printed["metadata.version"]["SupportedMinVersion"], printed["metadata.version"]["SupportedMaxVersion"],
+            printed["metadata.version"]["FinalizedVersionLevel"]) == ("3.3-IV3", "4.3-IV0", "4.3-IV0")
     for name, f in printed.items():
-        assert (int(f["SupportedMinVersion"]), int(f["SupportedMaxVersion"])) == advertised[name]
-        assert int(f["FinalizedVersionLevel"]) == finalized.get(name, 0)
+        assert int(f["Epoch"]) == r.finalized_features_epoch
+        if name != "metadata.version":
+            assert (int(f["SupportedMinVersion"]), int(f["SupportedMaxVersion"])) == advertised[name]
+            assert int(f["FinalizedVersionLevel"]) == finalized.get(name, 0)
 
 
-def test_kafka_features_upgrade(single):
-    require_api(single, 57, "UpdateFeatures")
-    out = tool("kafka-features", "--bootstrap-server", single.bootstrap, "upgrade", "--feature", "group.version=1")
-    assert "group.version was upgraded to 1" in out.stdout
+def test_kafka_features_upgrade_and_downgrade(target):
+    """Each change through the tool (Admin.updateFeatures, sent to the controller) shows on every broker without a
+    restart; a refused one exits 1 with the controller's reason. group.version=1 again at the end (the consumer
+    protocol tests share these brokers)."""
+    require_api(target, 57, "UpdateFeatures")
+    features = ("kafka-features", "--bootstrap-server", target.bootstrap)
+
+    def everywhere(expected: dict[str, int]) -> int:
+        """Wait until every broker finalizes `expected`; their common epoch."""
+        def agreed():
+            shown = [finalized_on(b) for b in target.brokers if b.running]
+            return shown if all(levels == expected for _, levels in shown) else None
+        epochs = {epoch for epoch, _ in wait_for(agreed, f"every broker to finalize {expected}")}
+        assert len(epochs) == 1
+        return epochs.pop()
+
+    def describe() -> dict[str, str]:
+        return {n: f["FinalizedVersionLevel"] for n, f in feature_lines(tool(*features, "describe").stdout).items()}
+
+    defaults = {"metadata.version": 30, "transaction.version": 1, "group.version": 1}
+    start = everywhere(defaults)
+    try:
+        assert tool(*features, "upgrade", "--feature", "group.version=1").stdout.strip() == \
+            "group.version was upgraded to 1."
+        out = tool(*features, "downgrade", "--feature", "group.version=0", "--dry-run").stdout
+        assert out.strip() == "group.version can be downgraded to 0."
+        assert tool(*features, "downgrade", "--feature", "group.version=0").stdout.strip() == \
+            "group.version was downgraded to 0."
+        assert everywhere({"metadata.version": 30, "transaction.version": 1}) > start
+        assert wait_for(lambda: describe()["group.version"] == "0", "describe to show group.version 0")
+        assert tool(*features, "downgrade", "--unsafe", "--feature", "transaction.version=0").stdout.strip() == \
+            "transaction.version was downgraded to 0."
+        assert everywhere({"metadata.version": 30}) > start
+        refused = tool(*features, "upgrade", "--feature", "transaction.version=2", expect=1)
+        assert "Could not upgrade transaction.version to 2." in refused.stdout
+        assert "only supports versions 0-1" in refused.stdout
+        out = tool(*features, "upgrade", "--feature", "group.version=1", "--feature", "transaction.version=1").stdout
+        assert lines(out) == ["group.version was upgraded to 1.", "transaction.version was upgraded to 1."]
+        everywhere(defaults)
+        assert tool(*features, "disable", "--feature", "group.version").stdout.strip() == "group.version was disabled."
+        everywhere({"metadata.version": 30, "transaction.version": 1})
+    finally:
+        tool(*features, "upgrade", "--feature", "group.version=1", "--feature", "transaction.version=1")
+    everywhere(defaults)
 
 
 def test_kafka_broker_api_versions(target):

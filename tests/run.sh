@@ -2,7 +2,7 @@
 # The test command README gives: installs what the tests need on a fresh machine, then runs them.
 #   bash tests/run.sh [pytest args...]
 # Without arguments the whole suite runs as two pytest processes side by side: the JVM and Go
-# suites (Spark, Kafka's own tools, the Go clients, Kafka Streams and Connect, the conformance
+# suites (Spark 4.0 and 3.5, Kafka's own tools, the Go clients, Kafka Streams and Connect, the conformance
 # suite beside Apache Kafka, the benchmark smoke runs with Kafka in them), which mostly wait on
 # their JVMs and brokers, and everything else. With arguments, one pytest runs them as given.
 set -euo pipefail
@@ -17,7 +17,7 @@ if [ $# -gt 0 ]; then
   exec python3 -m pytest -q "$@"
 fi
 
-JVM_AND_GO=(interop/test_spark.py interop/test_kafka_tools.py interop/test_go_clients.py
+JVM_AND_GO=(interop/test_spark.py interop/test_spark35.py interop/test_kafka_tools.py interop/test_go_clients.py
             interop/test_kafka_streams.py interop/test_kafka_connect.py
             interop/test_conformance.py interop/test_conformance_groups.py interop/test_conformance_admin.py
             interop/test_conformance_cluster.py tests/test_bench_smoke.py tests/test_bench_scripts.py)

@@ -45,6 +45,7 @@ from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnReq
 from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
+from kafka_compat.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -75,8 +76,10 @@ from kafka_compat.protocol.messages.incremental_alter_configs import Incremental
 from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafka_compat.protocol.messages.join_group import JoinGroupRequest
 from kafka_compat.protocol.messages.leave_group import LeaveGroupRequest
+from kafka_compat.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from kafka_compat.protocol.messages.list_groups import ListGroupsRequest
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
+from kafka_compat.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.list_transactions import ListTransactionsRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.offset_commit import OffsetCommitRequest
@@ -90,6 +93,7 @@ from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescri
 from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
 from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafka_compat.protocol.primitives import ZERO_UUID
 from kafka_compat.protocol.records import batches, build_batch
@@ -98,7 +102,7 @@ from kafka_compat.server.broker import advertised_api_versions
 
 E = ErrorCode
 DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 10, 11, 12
-NO_ACL_NEEDED = {17, 18, 36}         # SaslHandshake, ApiVersions, SaslAuthenticate
+NO_ACL_NEEDED = {17, 18, 36, 71, 72}     # SaslHandshake, ApiVersions, SaslAuthenticate; telemetry (as Kafka)
 CASES: dict[int, object] = {}
 
 
@@ -895,6 +899,38 @@ async def incremental_alter_configs(ctx: Ctx):
     assert await retention(ctx, topic) == "7654321"
 
 
+@case(74)
+async def list_config_resources(ctx: Ctx):
+    body = ListConfigResourcesRequest(resource_types=[4])
+    r = await ctx.call(74, 1, body)
+    assert (r.error_code, r.config_resources) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE_CONFIGS, "kafka-cluster", CLUSTER)
+    r = await ctx.call(74, 1, body)
+    assert r.error_code == 0 and [(c.resource_type, c.resource_name) for c in r.config_resources] == [(4, "0")]
+
+
+@case(45)
+async def alter_partition_reassignments(ctx: Ctx):
+    topic = await ctx.topic()
+    A = AlterPartitionReassignmentsRequest
+    body = A(timeout_ms=5000, topics=[A.ReassignableTopic(name=topic, partitions=[
+        A.ReassignablePartition(partition_index=0, replicas=[0])])])
+    r = await ctx.call(45, 1, body)
+    assert (r.error_code, r.responses) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(45, 1, body)
+    assert r.error_code == 0 and [p.error_code for t in r.responses for p in t.partitions] == [0]
+
+
+@case(46)
+async def list_partition_reassignments(ctx: Ctx):
+    body = ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None)
+    r = await ctx.call(46, 0, body)
+    assert (r.error_code, r.topics) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, "kafka-cluster", CLUSTER)
+    assert (await ctx.call(46, 0, body)).error_code == 0
+
+
 # -- cluster -----------------------------------------------------------------------------------
 
 @case(35)
@@ -1034,6 +1070,20 @@ async def alter_client_quotas(ctx: Ctx):
     await ctx.grant(ALTER_CONFIGS, "kafka-cluster", CLUSTER)
     assert [e.error_code for e in (await ctx.call(49, 1, body)).entries] == [0]
     assert await quotas() == [[("producer_byte_rate", 4096.0)]]
+
+
+@case(57)
+async def update_features(ctx: Ctx):
+    """ALTER on the cluster; DESCRIBE is not enough. (Validate-only, so the broker's levels stay as they are.)"""
+    body = UpdateFeaturesRequest(timeout_ms=5000, validate_only=True, feature_updates=[
+        UpdateFeaturesRequest.FeatureUpdateKey(feature="group.version", max_version_level=0, upgrade_type=2)])
+    r = await ctx.call(57, 1, body)
+    assert (r.error_code, r.results) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, "kafka-cluster", CLUSTER)
+    assert (await ctx.call(57, 1, body)).error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(57, 1, body)
+    assert (r.error_code, [x.feature for x in r.results]) == (0, ["group.version"])
 
 
 # -- the table is complete, and each case holds -------------------------------------------------

@@ -22,11 +22,13 @@ def encode_request(api_key: int, version: int, body, correlation_id: int = 1, cl
 class WireClient:
     """Blocking client: `call(api_key, version, body)` returns the decoded response body."""
 
-    def __init__(self, host: str, port: int, timeout: float = 10.0, source: str | None = None):
+    def __init__(self, host: str, port: int, timeout: float = 10.0, source: str | None = None,
+                 client_id: str = "wire"):
         """``source``: the local address to connect from (any 127.x.y.z reaches a loopback listener)."""
         self.sock = socket.create_connection((host, port), timeout=timeout,
                                              source_address=(source, 0) if source else None)
         self.correlation = 0
+        self.client_id = client_id
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -49,7 +51,7 @@ class WireClient:
 
     def send(self, api_key: int, version: int, body) -> int:
         self.correlation += 1
-        self.send_raw(encode_request(api_key, version, body, self.correlation))
+        self.send_raw(encode_request(api_key, version, body, self.correlation, self.client_id))
         return self.correlation
 
     def receive(self, api_key: int, version: int):

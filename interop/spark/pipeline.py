@@ -62,17 +62,18 @@ def windowed_counts(raw, window: str = "10 seconds", watermark: str = "5 seconds
 
 def start(spark, bootstrap: str, checkpoint: str, *, source_options: dict | None = None,
           sink_options: dict | None = None, window: str = "10 seconds", watermark: str = "5 seconds",
-          trigger: dict | None = None, query_name: str | None = None):
+          trigger: dict | None = None, query_name: str | None = None, source_topic: str = SOURCE_TOPIC,
+          sink_topic: str = SINK_TOPIC):
     """Start the streaming query; returns the StreamingQuery."""
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", SOURCE_TOPIC)
+              .option("subscribe", source_topic)
               .option("startingOffsets", "earliest"))
     for k, v in (source_options or {}).items():
         reader = reader.option(k, v)
     writer = (windowed_counts(reader.load(), window, watermark).writeStream.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap)
-              .option("topic", SINK_TOPIC)
+              .option("topic", sink_topic)
               .option("checkpointLocation", checkpoint)
               .outputMode("append"))
     for k, v in (sink_options or {}).items():

@@ -24,8 +24,9 @@ from ..leader_and_isr import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoc
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from ..protocol.primitives import ZERO_UUID
+from ..server import features as ft
 from ..zk import zk_data as zd
-from ..zk.kafka_zk_client import ControllerMovedError, KafkaZkClient, ZkWatch
+from ..zk.kafka_zk_client import ControllerMovedError, KafkaZkClient, NodeExistsError, ZkWatch
 from ..zk.zk_data import ReplicaAssignment, TopicPartition
 from .controller_channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, SendFn
 from .controller_context import ControllerContext, PartitionAndReplica, PartitionState, ReplicaState
@@ -246,6 +247,13 @@ class KafkaController:
         parts = None if partitions is None else {TopicPartition(*tp) for tp in partitions}
         return self._request("ListPartitionReassignments", lambda: self._process_list_partition_reassignments(parts))
 
+    def update_features(self, updates: list[tuple[str, int, int]], validate_only: bool
+                        ) -> concurrent.futures.Future:
+        """UpdateFeatures: [(feature, level, upgrade type)] checked against every live broker's supported
+        features and written to /feature. Result: the new epoch (the znode's version), None with
+        validate_only, or the features.FeatureUpdateError that refused them; KafkaError NOT_CONTROLLER."""
+        return self._request("UpdateFeatures", lambda: self._process_update_features(updates, validate_only))
+
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """A topic's unclean.leader.election.enable was turned on: elect for its offline partitions."""
         self._put("TopicUncleanLeaderElectionEnable",
@@ -358,6 +366,7 @@ class KafkaController:
                                            self._on_preferred_replica_election_znode))
         zk.delete_log_dir_event_notifications(ctx.epoch_zk_version)
         zk.delete_isr_change_notifications(ctx.epoch_zk_version)
+        self._enable_feature_versioning()
         self._initialize_controller_context()
         to_delete, ineligible = self._fetch_topic_deletions_in_progress()
         self.topic_deletion_manager.init(to_delete, ineligible)
@@ -842,6 +851,48 @@ class KafkaController:
         return sorted(ctx.partition_leaders_on_broker(broker_id))
 
     # -- leader elections on request, and the automatic rebalance ----------------------------------
+
+    def _process_update_features(self, updates: list[tuple[str, int, int]], validate_only: bool):
+        if not self.is_active:
+            raise _not_controller()
+        node, version = self.zk.get_feature_znode()
+        current = {ft.METADATA_VERSION: ft.LATEST_METADATA_VERSION,
+                   **ft.finalized_levels(None if node is None else node.features)}
+        ctx = self.context
+        brokers = {}
+        for broker_id in ctx.live_broker_ids:
+            info = ctx.broker(broker_id)
+            if info is not None:
+                brokers[broker_id] = {n: ft.VersionRange(*r) for n, r in info.features.items()}
+        try:
+            levels = ft.validate_update(current, updates, self.broker_id, brokers)
+        except ft.FeatureUpdateError as e:
+            return e
+        if validate_only:
+            return None
+        znode = zd.FeatureZNode(2, zd.FeatureZNodeStatus.ENABLED, levels)
+        try:
+            if node is None:
+                epoch = self.zk.create_feature_znode(znode, ctx.epoch_zk_version)
+            else:
+                epoch = self.zk.update_feature_znode(znode, version, ctx.epoch_zk_version)
+        except ControllerMovedError:
+            raise
+        except Exception as e:
+            raise KafkaError(ErrorCode.FEATURE_UPDATE_FAILED,
+                             f"Failed to write the finalized features to ZooKeeper: {e!r}") from e
+        log.info("controller %d: finalized features %s (epoch %d)", self.broker_id, levels, epoch)
+        return epoch
+
+    def _enable_feature_versioning(self) -> None:
+        """Kafka's enableFeatureVersioning: a cluster without /feature finalizes the defaults."""
+        node, _ = self.zk.get_feature_znode()
+        if node is None:
+            try:
+                self.zk.create_feature_znode(zd.FeatureZNode(2, zd.FeatureZNodeStatus.ENABLED,
+                                                             ft.finalized_levels(None)), self.context.epoch_zk_version)
+            except NodeExistsError:
+                pass
 
     def _process_replica_leader_election(self, partitions: set[TopicPartition] | None, election_type: int,
                                          admin: bool) -> ElectionResults:

@@ -234,6 +234,10 @@ class GroupConfigManager:
         else:
             self._overrides.pop(group_id, None)
 
+    def names(self) -> list[str]:
+        """The groups with configs of their own."""
+        return list(self._overrides)
+
     def overrides(self, group_id: str) -> dict[str, Any]:
         return dict(self._overrides.get(group_id, {}))
 

@@ -77,6 +77,8 @@ class Connection(asyncio.BufferedProtocol):
         self.paused = False
         self.task: asyncio.Task | None = None
         self.peer = None
+        self.client_software: tuple[str, str] | None = None    # (name, version) from ApiVersions v3+
+        self.token_authenticated = False    # SASL/SCRAM with a delegation token
         self.last_active = time.monotonic()
         self.busy = False               # an answer is being waited for: not idle, later frames queue
         self.answering = None           # the request answer() got to last
@@ -355,6 +357,7 @@ class Connection(asyncio.BufferedProtocol):
                 self.write(out.data)
             elif kind is Authenticated:
                 self.act_as(self.security.sasl_principal(out.authorization_id))
+                self.token_authenticated = out.token_authenticated
                 self.reader.max_frame_size = self.server.max_request_bytes
                 if out.reauthentication:        # KIP-368: worth a line, as a session expiry's close is
                     log.info("%s re-authenticated as %s with SASL/%s (session %d ms)", self.peer, self.principal,

@@ -78,6 +78,7 @@ class Authenticated(NamedTuple):
     authorization_id: str
     session_lifetime_ms: int            # 0: the session does not expire
     reauthentication: bool
+    token_authenticated: bool = False   # logged in with a delegation token (acting for its owner)
 
 
 class Close(NamedTuple):
@@ -344,7 +345,8 @@ class SaslServerAuthenticator:
         self._reauth_from = None
         out = [SendToken(challenge) if request is None else SendResponse(request, SaslAuthenticateResponse(
             auth_bytes=challenge, error_message=None, session_lifetime_ms=lifetime))]
-        out.append(Authenticated(self.mechanism, authorization_id, lifetime, reauthentication))
+        out.append(Authenticated(self.mechanism, authorization_id, lifetime, reauthentication,
+                                 getattr(server, "token_authenticated", False)))
         return out
 
     def _session_lifetime_ms(self, server: SaslServer) -> int:
@@ -499,11 +501,16 @@ class ScramServer:
 
     `lookup(username)` returns the stored credential (anything with salt, stored_key,
     server_key and iterations) or None. Only the 'n' gs2 flag is accepted (no channel
-    binding), as in Kafka; the `tokenauth` extension (delegation tokens) is refused.
+    binding), as in Kafka. With the `tokenauth=true` extension the username is a delegation token's id:
+    `token_lookup(mechanism name, token id)` returns (credential, owner name) or None, and the
+    connection then acts for the owner (refused when no token lookup is given).
     """
 
-    def __init__(self, mechanism: ScramMechanism, lookup: Callable[[str], Any], nonce: Callable[[], str] | None = None):
+    def __init__(self, mechanism: ScramMechanism, lookup: Callable[[str], Any], nonce: Callable[[], str] | None = None,
+                 token_lookup: Callable[[str, str], Any] | None = None):
         self.mechanism = mechanism
+        self._token_lookup = token_lookup
+        self.token_authenticated = False
         self.mechanism_name = mechanism.mechanism_name
         self._lookup = lookup
         self._nonce = nonce or scram_server_nonce
@@ -562,18 +569,24 @@ class ScramServer:
             if not sep or not v or not _EXT_KEY.fullmatch(k):
                 raise SaslCredentialError("Invalid SCRAM client first message: bad extension")
             extensions[k] = v
+        authorized = username
         if extensions.get(TOKEN_AUTH_EXTENSION, "").lower() == "true":
-            raise SaslCredentialError("Token Authentication failed: delegation tokens are not supported")
-        credential = self._lookup(username)
+            found = self._token_lookup(self.mechanism_name, username) if self._token_lookup is not None else None
+            if found is None:
+                raise SaslCredentialError("Token Authentication failed: Invalid tokenId")
+            credential, authorized = found
+            self.token_authenticated = True
+        else:
+            credential = self._lookup(username)
         if credential is None:
             raise SaslCredentialError("Authentication failed: Invalid user credentials")
-        if authzid and authzid != username:
+        if authzid and authzid != authorized:
             raise SaslAuthenticationError("Authentication failed: Client requested an authorization id that is "
                                           "different from username")
         if credential.iterations < self.mechanism.min_iterations:
             raise SaslCredentialError(f"Iterations {credential.iterations} is less than the minimum "
                                       f"{self.mechanism.min_iterations} for {self.mechanism_name}")
-        self.authorization_id = username
+        self.authorization_id = authorized
         self._credential = credential
         self._gs2_header = (message[:len(fields[0]) + len(authzid_field) + 2]).encode("utf-8")
         self._client_first_bare = ",".join(bare)

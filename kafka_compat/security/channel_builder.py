@@ -81,7 +81,7 @@ def _jaas(config: Mapping[str, Any], listener_name: str, mechanism: str) -> list
 
 
 def _mechanism_factory(config: Mapping[str, Any], listener_name: str, mechanism: str,
-                       credentials: CredentialStore) -> Callable:
+                       credentials: CredentialStore, tokens=None) -> Callable:
     jaas = _jaas(config, listener_name, mechanism)
     if mechanism == "PLAIN":
         if jaas is None:
@@ -92,7 +92,8 @@ def _mechanism_factory(config: Mapping[str, Any], listener_name: str, mechanism:
         return lambda: PlainServer(users.verify)
     scram = ScramMechanism.from_name(mechanism)
     if scram is not None:
-        return lambda: ScramServer(scram, lambda user: credentials.lookup(scram, user))
+        token_lookup = tokens.scram_credential if tokens is not None and tokens.enabled else None
+        return lambda: ScramServer(scram, lambda user: credentials.lookup(scram, user), token_lookup=token_lookup)
     if mechanism == "OAUTHBEARER":
         validator = UnsecuredJwsValidator.from_jaas(jaas or [])
         return lambda: OAuthBearerServer(validator)
@@ -113,8 +114,9 @@ def _reauth_ms(config: Mapping[str, Any], mechanisms) -> dict[str, int]:
 
 
 def listener_security(listener_name: str, security_protocol: SecurityProtocol, config: Mapping[str, Any],
-                      credentials: CredentialStore) -> ListenerSecurity:
-    """Build a listener's security from `config` as the listener sees it (BrokerConfig.listener_config)."""
+                      credentials: CredentialStore, tokens=None) -> ListenerSecurity:
+    """Build a listener's security from `config` as the listener sees it (BrokerConfig.listener_config).
+    ``tokens``: the DelegationTokenManager whose tokens SCRAM logins may use (`tokenauth=true`)."""
     builder = _text(config.get("principal.builder.class"))
     if builder and builder != DEFAULT_PRINCIPAL_BUILDER:
         raise ConfigError("principal.builder.class", builder, "only Kafka's default principal builder is supported")
@@ -135,7 +137,7 @@ def listener_security(listener_name: str, security_protocol: SecurityProtocol, c
                                                                  f"{security_protocol.name} but no SASL mechanism "
                                                                  "is enabled")
         for mechanism in enabled:
-            mechanisms[mechanism] = _mechanism_factory(config, listener_name, mechanism, credentials)
+            mechanisms[mechanism] = _mechanism_factory(config, listener_name, mechanism, credentials, tokens)
     return ListenerSecurity(listener_name, security_protocol, context, principal_builder, mechanisms,
                             int(config.get("sasl.server.max.receive.size") or 524288),
                             _reauth_ms(config, mechanisms))

@@ -68,8 +68,10 @@ from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import NO_AUTHORIZER, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
+from .client_metrics_manager import ClientMetricsManager
 from .client_quota_manager import CONNECTION_CREATION_RATE, DEFAULT, QuotaManagers, desanitize
 from .client_quotas import ClientQuotasApi
+from .client_telemetry import ClientTelemetryApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
@@ -84,6 +86,7 @@ from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
+from .features import SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
 from .fetch import FetchApi
 from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
@@ -91,6 +94,7 @@ from .groups import GroupsApi
 from .init_producer_id import InitProducerIdApi
 from .kafka_apis import KafkaApis, supported_versions
 from .local_controller import LocalController
+from .local_reassignments import LocalReassignmentsApi
 from .log_dir_failure_channel import LogDirFailureChannel
 from .metadata import MetadataApi
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
@@ -111,8 +115,10 @@ from .share_groups import ShareGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
+from .update_features import UpdateFeaturesApi
 from .write_txn_markers import WriteTxnMarkersApi
 from .zk_config_manager import ZkConfigManager
+from .zk_features import ZkFeatureManager
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
 
@@ -127,8 +133,8 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, ShareGroupsApi, ShareFetchApi, CreateTopicsApi,
                    DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
-                   ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
-                   WriteTxnMarkersApi)
+                   ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
@@ -222,6 +228,8 @@ class Broker:
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.share_partition_manager: SharePartitionManager | None = None
         self._share_fetch_api: ShareFetchApi | None = None
+        self.features = FeatureCache()          # the finalized feature levels (KIP-584) this broker acts on
+        self.feature_manager: LocalFeatureManager | ZkFeatureManager | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
@@ -299,6 +307,9 @@ class Broker:
         self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
         self.dynamic_config.register_handler("ips", ip_config_handler(self.connection_quotas))
         self.group_configs = GroupConfigManager(cfg)
+        self.client_metrics = ClientMetricsManager(cfg["telemetry.max.bytes"])
+        self.dynamic_config.register_handler("client-metrics", lambda name, configs: (
+            self.client_metrics.update_subscription(desanitize(name), configs)))
         self.dynamic_config.register_handler("groups", lambda name, configs: self.group_configs.update(
             desanitize(name), configs))
         self.dynamic_config.broker_config.add_validator(
@@ -314,7 +325,8 @@ class Broker:
             broker_id=self.broker_id, request_channel=self.request_channel,
             broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
             socket_server=self.socket_server, group_coordinator=self.group_coordinator,
-            controller_metrics=self.controller_metrics, quotas=self.quotas, fetch_sessions=self.fetch_sessions))
+            controller_metrics=self.controller_metrics, quotas=self.quotas, fetch_sessions=self.fetch_sessions,
+            client_metrics=self.client_metrics))
         try:
             self.prometheus.start()
         except OSError as e:
@@ -365,6 +377,11 @@ class Broker:
     async def _start_single_node(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
         self.cluster_id = self._prepare_dirs()
+        self.feature_manager = LocalFeatureManager(LocalFeatureStore(self.log_dirs[0]), self.features, self.broker_id)
+        try:
+            await asyncio.to_thread(self.feature_manager.startup)
+        except (OSError, ValueError) as e:
+            raise BrokerStartError(f"cannot load the finalized features: {e}") from e
         await asyncio.to_thread(self._security)            # the stores may read files: off the event loop
         await self._start_dynamic_config(None)
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
@@ -425,6 +442,8 @@ class Broker:
             await asyncio.to_thread(self.zk_client.start)
             await asyncio.to_thread(self.zk_client.create_top_level_paths)
             self.cluster_id = await asyncio.to_thread(self._cluster_id)
+            self.feature_manager = ZkFeatureManager(self.zk_client, self.features)
+            await asyncio.to_thread(self.feature_manager.startup)      # follows /feature from now on
             if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
                 self.security_stores = zk_security_stores(self.zk_client, self.config_manager)
             await asyncio.to_thread(self._security)
@@ -489,6 +508,8 @@ class Broker:
         # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
+            # UpdateFeatures goes to the KafkaController the service runs (as the admin manager's topic changes)
+            self.feature_manager.controller = getattr(self.zk_controller, "controller", None)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)
                            if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
         if hasattr(self.controller, "startup"):
@@ -586,7 +607,7 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
-            ApiVersionsApi(advertised_api_versions(cfg)),
+            ApiVersionsApi(advertised_api_versions(cfg), self.features),
             ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),
@@ -605,9 +626,12 @@ class Broker:
             DescribeProducersApi(rm, cache, auth),
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
-            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs),
+            LocalReassignmentsApi(cache, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs,
+                       self.client_metrics),
+            ClientTelemetryApi(self.client_metrics),
             ClientQuotasApi(self.dynamic_config, auth),
-            ConsumerGroupsApi(self.group_coordinator, cache, auth),
+            ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
             self._new_share_fetch_api(auth),
             ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager),
             SaslApis(),
@@ -615,6 +639,7 @@ class Broker:
             ScramApis(self.security_stores.credentials, auth),
             TransactionsApi(self.txn_coordinator, cache, auth),
             self.txn_marker_writer,
+            UpdateFeaturesApi(self.feature_manager, auth),
         ]
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
@@ -649,6 +674,8 @@ class Broker:
             self.registration.close()
         if self.config_manager is not None:
             self.config_manager.shutdown()
+        if isinstance(self.feature_manager, ZkFeatureManager):
+            self.feature_manager.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.txn_coordinator is not None:
@@ -709,7 +736,8 @@ class Broker:
         info = self._broker_info()
         endpoints = tuple(EndPoint(e.listener, e.host, e.port, SecurityProtocol(e.security_protocol))
                           for e in info.endpoints)
-        return zd.BrokerInfo(self.broker_id, endpoints, info.rack)
+        return zd.BrokerInfo(self.broker_id, endpoints, info.rack,
+                             features={n: zd.VersionRange(r.min, r.max) for n, r in SUPPORTED.items()})
 
     def _zk_producer_id_block(self) -> tuple[int, int]:
         block = self.zk_client.allocate_producer_id_block(self.broker_id)

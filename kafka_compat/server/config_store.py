@@ -25,7 +25,7 @@ from .zk_config_manager import ZkConfigManager
 
 log = logging.getLogger(__name__)
 
-ENTITY_TYPES = ("clients", "users", "brokers", "ips", "groups")
+ENTITY_TYPES = ("clients", "users", "brokers", "ips", "groups", "client-metrics")
 LOCAL_FILE = "dynamic-config.json"
 
 

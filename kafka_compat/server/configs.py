@@ -22,10 +22,12 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
+from ..protocol.messages.list_config_resources import ListConfigResourcesResponse
 from .admin_manager import resolved, respond
 from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
 from .auth_helper import GROUP as GROUP_RESOURCE
 from .auth_helper import TOPIC as TOPIC_RESOURCE
+from .client_metrics_manager import CLIENT_METRICS_CONFIG_DEF, ClientMetricsManager, validate_subscription
 from .client_quota_manager import sanitize
 from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
 from .dynamic_broker_config import DEFAULT
@@ -38,6 +40,7 @@ from .topics import validate_name
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 RESOURCE_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
                        CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
+LISTED_TYPES = {TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP}
 # AlterConfigOp.OpType ids
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -49,7 +52,8 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 class ConfigsApi:
     def __init__(self, broker_id, metadata_cache, config, controller, dynamic_config: DynamicConfigManager,
-                 auth: AuthHelper = NO_AUTHORIZER, group_configs: GroupConfigManager | None = None):
+                 auth: AuthHelper = NO_AUTHORIZER, group_configs: GroupConfigManager | None = None,
+                 client_metrics: ClientMetricsManager | None = None):
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.config = config
@@ -58,6 +62,8 @@ class ConfigsApi:
         self.dynamic_broker = dynamic_config.broker_config
         self.auth = auth
         self.group_configs = group_configs if group_configs is not None else GroupConfigManager(config)
+        self.client_metrics = client_metrics if client_metrics is not None \
+            else ClientMetricsManager(config["telemetry.max.bytes"])
 
     def _authorize(self, request, resource, operation: int) -> None:
         """DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster (broker and logger resources), the topic or the
@@ -151,6 +157,12 @@ class ConfigsApi:
             if not name:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
             return [_group_entry(row, synonyms, docs) for row in self.group_configs.describe(name, self._sources())]
+        if rtype == CLIENT_METRICS:
+            if not name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+            own = self.client_metrics.configs.get(name, {})
+            return [_client_metrics_entry(key, own.get(key), synonyms, docs)
+                    for key in CLIENT_METRICS_CONFIG_DEF]
         raise _unsupported(rtype)
 
     def _sources(self) -> dict[str, ConfigSource]:
@@ -246,12 +258,11 @@ class ConfigsApi:
         if not validate_only:
             await self.dynamic_config.change("brokers", entity, props)
 
-    async def _alter_group(self, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
-                           validate_only: bool) -> None:
-        """A group's overrides (it need not exist): validated as Kafka's GroupConfig.validate and the
-        broker's bounds, then stored for every broker; SET and DELETE only, every group config being scalar."""
-        if not name:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    async def _alter_scalar_entity(self, entity_type: str, name: str, ops: list[tuple[str, int, str | None]],
+                                   replace: bool, validate_only: bool, validate) -> None:
+        """A group's or a telemetry subscription's configs: SET and DELETE only (Kafka refuses APPEND and
+        SUBTRACT on both resource types, lists included), ``validate(name, props)``, then stored for every
+        broker. Deleting every config removes the entity."""
         for key, op, _ in ops:
             if op in (APPEND, SUBTRACT):
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
@@ -259,15 +270,49 @@ class ConfigsApi:
             if op not in (SET, DELETE):
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
         entity = sanitize(name)
-        props = {} if replace else dict(await self.dynamic_config.entity_configs("groups", entity))
+        props = {} if replace else dict(await self.dynamic_config.entity_configs(entity_type, entity))
         for key, op, value in ops:
             if op == SET:
                 props[key] = value
             else:
                 props.pop(key, None)
-        validate_group_configs(props, self.config)
+        validate(name, props)
         if not validate_only:
-            await self.dynamic_config.change("groups", entity, props)
+            await self.dynamic_config.change(entity_type, entity, props)
+
+    async def _alter_group(self, name: str, ops, replace: bool, validate_only: bool) -> None:
+        """A group's overrides (it need not exist), checked as Kafka's GroupConfig.validate and the broker's bounds."""
+        if not name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+        await self._alter_scalar_entity("groups", name, ops, replace, validate_only,
+                                        lambda _, props: validate_group_configs(props, self.config))
+
+    async def _alter_client_metrics(self, name: str, ops, replace: bool, validate_only: bool) -> None:
+        """A telemetry subscription's `metrics`, `interval.ms` and `match`."""
+        await self._alter_scalar_entity("client-metrics", name, ops, replace, validate_only, validate_subscription)
+
+    # -- ListConfigResources ----------------------------------------------------------------
+
+    @handles(74)
+    async def handle_list_config_resources(self, request):
+        """Every resource with configs, of the asked types (v0: only client metrics subscriptions)."""
+        L = ListConfigResourcesResponse
+        wanted = set(request.body.resource_types) if request.api_version >= 1 else {CLIENT_METRICS}
+        if wanted - LISTED_TYPES:
+            return L(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION, config_resources=[])
+        if not self.auth.authorize_cluster(request, DESCRIBE_CONFIGS):
+            return L(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
+        brokers = [str(b.broker_id) for b in self.metadata_cache.alive_brokers()] or [str(self.broker_id)]
+        names = {
+            GROUP: sorted(self.group_configs.names()),
+            CLIENT_METRICS: self.client_metrics.names(),
+            BROKER_LOGGER: brokers, BROKER: brokers,
+            TOPIC: sorted(self.metadata_cache.topic_names()),
+        }
+        out = [L.ConfigResource(resource_name=n, resource_type=t) for t in (GROUP, CLIENT_METRICS, BROKER_LOGGER,
+                                                                              BROKER, TOPIC)
+               if not wanted or t in wanted for n in names[t]]
+        return L(throttle_time_ms=0, error_code=ErrorCode.NONE, config_resources=out)
 
     # -- AlterConfigs -----------------------------------------------------------------------
 
@@ -289,7 +334,8 @@ class ConfigsApi:
                 await self._alter_group(r.resource_name, [(c.name, SET, c.value) for c in r.configs], True,
                                         req.validate_only)
             elif r.resource_type == CLIENT_METRICS:
-                raise _unsupported(r.resource_type)
+                await self._alter_client_metrics(r.resource_name, [(c.name, SET, c.value) for c in r.configs],
+                                                 True, req.validate_only)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
@@ -319,7 +365,8 @@ class ConfigsApi:
                 await self._alter_group(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
                                         False, req.validate_only)
             elif r.resource_type == CLIENT_METRICS:
-                raise _unsupported(r.resource_type)
+                await self._alter_client_metrics(r.resource_name, [(c.name, c.config_operation, c.value)
+                                                                   for c in r.configs], False, req.validate_only)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
@@ -359,6 +406,19 @@ def _entry(e, synonyms: bool, docs: bool) -> Entry:
                  if synonyms else [],
                  config_type=e.config_type.id if e.config_type else 0,
                  documentation=e.documentation if docs else None)
+def _client_metrics_entry(key: str, value: str | None, synonyms: bool, docs: bool) -> Entry:
+    """A subscription's config: its own value (CLIENT_METRICS_CONFIG, itself its synonym) or the default
+    (DEFAULT_CONFIG, no synonym), as Kafka describes them."""
+    definition = CLIENT_METRICS_CONFIG_DEF[key]
+    if value is None:
+        value, source, syns = convert_to_string(definition.default, definition.type) or "", \
+            ConfigSource.DEFAULT_CONFIG, []
+    else:
+        source = ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG
+        syns = [Synonym(name=key, value=value, source=int(source))]
+    return Entry(name=key, value=value, read_only=False, config_source=int(source), is_default=False,
+                 is_sensitive=False, synonyms=syns if synonyms else [], config_type=definition.type.id,
+                 documentation=definition.doc if docs else None)
 def _group_entry(row, synonyms: bool, docs: bool) -> Entry:
     name, value, source, syns, config_type, doc = row
     return Entry(name=name, value=value, read_only=False, config_source=int(source), is_default=False,

@@ -2,7 +2,8 @@
 
 Built only when `group.coordinator.rebalance.protocols` names "consumer" (Kafka 4's
 default), so ApiVersions advertises the two keys exactly then; without them clients
-stay on the classic protocol. Topic ids on the wire, names in the coordinator's
+stay on the classic protocol. With `group.version` finalized at 0 (KIP-584) both stay advertised and
+answer UNSUPPORTED_VERSION, as Kafka 4's KafkaApis does. Topic ids on the wire, names in the coordinator's
 answers to Describe come from the MetadataCache.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from ..protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .features import GROUP_VERSION, FeatureCache
 from .groups import _client_host, _parked
 from .registry import handles
 
@@ -29,24 +31,33 @@ def described_assignment(metadata_cache, response_cls, assignment: dict):
 
 
 class ConsumerGroupsApi:
-    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER,
+                 features: FeatureCache | None = None):
         self.group_coordinator = group_coordinator
         self.metadata_cache = metadata_cache
         self.auth = auth
+        self.features = features if features is not None else FeatureCache()
+
+    def _enabled(self) -> bool:
+        """The consumer protocol is on while group.version is at least 1 (GroupVersion.GV_1)."""
+        return self.features.finalized_level(GROUP_VERSION) >= 1
 
     @handles(68)
     async def handle_consumer_group_heartbeat(self, request):
         """READ on the group, DESCRIBE on every topic subscribed by name (as Kafka's KafkaApis)."""
         req = request.body
         denied = None
-        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+        if not self._enabled():
+            denied = E.UNSUPPORTED_VERSION
+        elif not self.auth.authorize(request, READ, GROUP, req.group_id):
             denied = E.GROUP_AUTHORIZATION_FAILED
         elif req.subscribed_topic_names and len(self.auth.filter_authorized(
                 request, DESCRIBE, TOPIC, req.subscribed_topic_names)) < len(set(req.subscribed_topic_names)):
             denied = E.TOPIC_AUTHORIZATION_FAILED
         if denied is not None:
             return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=denied,
-                                                  error_message=E(denied).message, member_id=None, member_epoch=0,
+                                                  error_message=None if denied == E.UNSUPPORTED_VERSION
+                                                  else E(denied).message, member_id=None, member_epoch=0,
                                                   heartbeat_interval_ms=0)
         owned = None if req.topic_partitions is None else [
             (tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions]
@@ -77,6 +88,10 @@ class ConsumerGroupsApi:
         req = request.body
         v = request.api_version
         out = []
+        if not self._enabled():
+            return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
+                ConsumerGroupDescribeResponse.DescribedGroup(error_code=E.UNSUPPORTED_VERSION, group_id=g)
+                for g in req.group_ids])
         for group_id in req.group_ids:
             if not self.auth.authorize(request, DESCRIBE, GROUP, group_id):
                 out.append(ConsumerGroupDescribeResponse.DescribedGroup(

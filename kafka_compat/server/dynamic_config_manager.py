@@ -52,7 +52,7 @@ class DynamicConfigManager:
 
     def _load_all(self) -> list[tuple[str, str, dict[str, str]]]:
         out = []
-        for entity_type in ("clients", "users", "brokers", "ips", "groups"):
+        for entity_type in ("clients", "users", "brokers", "ips", "groups", "client-metrics"):
             out += [(entity_type, n, c) for n, c in self.store.all_entity_configs(entity_type).items()
                     if entity_type in self.handlers]
         out += [("users", n, c) for n, c in self.store.all_user_client_configs().items()]

@@ -317,6 +317,8 @@ BROKER_CONFIG_DEF = (
             "Smallest consumer.assignment.interval.ms a group may set.")
     .define("group.consumer.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
             "Largest consumer.assignment.interval.ms a group may set.")
+    .define("telemetry.max.bytes", INT, 1024 * 1024, at_least(1), MEDIUM,
+            "Largest client telemetry push (KIP-714) the broker accepts, compressed or not.")
     # share groups (KIP-932): the defaults and the bounds of each group's share.* configs
     .define("group.share.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
             "How long a share-group member may go without heartbeating.")

@@ -60,7 +60,7 @@ class BrokerMetrics:
     """What a scrape reports, read from the broker's collaborators on the event loop."""
 
     def __init__(self, *, broker_id: int, request_channel, broker_topic_stats, replica_manager, socket_server,
-                 group_coordinator, controller_metrics, quotas, fetch_sessions=None):
+                 group_coordinator, controller_metrics, quotas, fetch_sessions=None, client_metrics=None):
         self.broker_id = broker_id
         self.request_channel = request_channel
         self.broker_topic_stats = broker_topic_stats
@@ -70,6 +70,7 @@ class BrokerMetrics:
         self.controller_metrics = controller_metrics
         self.quotas = quotas
         self.fetch_sessions = fetch_sessions
+        self.client_metrics = client_metrics
         self._cpu = time.thread_time()
         self._wall = time.monotonic()
 
@@ -120,6 +121,7 @@ class BrokerMetrics:
             "quotas": {m.quota_type: (m.metric_name, m.snapshot()) for m in self.quotas.all() if m.enabled},
             "fetch_sessions": (len(fs), fs.partitions_cached(), fs.evictions) if (fs := self.fetch_sessions)
             else (0, 0, 0),
+            "client_metrics": self.client_metrics.snapshot() if self.client_metrics is not None else [],
         }
 
 
@@ -252,6 +254,14 @@ def exposition(s: dict) -> bytes:
         name = "kafka_server_quota_" + attr.replace("-", "_")
         add(_head(name, f"Client quota {attr}", "gauge"))
         out.extend(name + line for line in quotas[attr])
+    # what clients pushed (KIP-714), under their own names and labels
+    families: dict[str, tuple[str, str, list[str]]] = {}
+    for name, kind, doc, labels, value in s.get("client_metrics", ()):
+        text = ",".join(f'{k}="{_esc(v)}"' for k, v in labels)
+        families.setdefault(name, (kind, doc, []))[2].append(f"{name}{{{text}}} {_go(value)}\n")
+    for name, (kind, doc, samples) in sorted(families.items()):
+        add(_head(name, doc.replace("\\", r"\\").replace("\n", r"\n"), kind))
+        out.extend(sorted(samples))
     return "".join(out).encode()
 
 

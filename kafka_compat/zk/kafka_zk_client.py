@@ -872,13 +872,20 @@ class KafkaZkClient:
         data, version = self.get_data_and_version(zd.FEATURE_PATH)
         return (None if version == UNKNOWN_VERSION else zd.decode_feature(data)), version
 
-    def create_feature_znode(self, node: zd.FeatureZNode) -> None:
-        result = self._write_one(("create", zd.FEATURE_PATH, zd.encode_feature(node), False, False))
+    def create_feature_znode(self, node: zd.FeatureZNode,
+                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> int:
+        """Create /feature (NodeExistsError when it is there); its version, 0, is the features' epoch."""
+        result = self._write_one(("create", zd.FEATURE_PATH, zd.encode_feature(node), False, False),
+                                 expected_controller_epoch_zk_version)
         if isinstance(result, Exception):
             raise result
+        return 0
 
-    def update_feature_znode(self, node: zd.FeatureZNode) -> int:
-        result = self._write_one(("set", zd.FEATURE_PATH, zd.encode_feature(node), MATCH_ANY_VERSION))
+    def update_feature_znode(self, node: zd.FeatureZNode, expected_version: int = MATCH_ANY_VERSION,
+                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> int:
+        """Replace /feature (BadVersionError when it changed since `expected_version`); its new version."""
+        result = self._write_one(("set", zd.FEATURE_PATH, zd.encode_feature(node), expected_version),
+                                 expected_controller_epoch_zk_version)
         if isinstance(result, Exception):
             raise result
         return result.version

@@ -75,9 +75,10 @@ EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 
 # /config/<type>/<name>: the entity types Kafka's ConfigType.ALL lists
-CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips", "groups")
+CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips", "groups", "client-metrics")
 # the config entity types whose /config/<type> a broker creates at startup (Kafka 3.9's PersistentZkPaths);
-# `groups` (KIP-848/932 group configs, which Kafka keeps in KRaft's metadata) is created at its first write
+# `groups` (KIP-848/932 group configs) and `client-metrics` (KIP-714 subscriptions), which Kafka 4 keeps in
+# KRaft's metadata, are created at their first write
 PERSISTENT_CONFIG_TYPES = CONFIG_TYPES[:5]
 
 # What a broker creates (if missing) when it starts: Kafka's ZkData.PersistentZkPaths.
