@@ -151,7 +151,7 @@ KNOWN: list[tuple[str, str, str]] = [
         ("metadata.version", "our schemas are Kafka 4.3's: metadata.version 4.3-IV0 (30), Kafka 4.4's 4.4-IV2 (33) "
                              "(issue 30)"),
         ("transaction.version", "transaction.version 2 is transactions v2, not built yet (issue 31)"),
-        ("share.version", "share groups are not built yet: share.version 0 only (issue 34)"),
+        ("share.version", "share.version 2 is KIP-1222's ShareFetch v2, not built yet: 0-1 (issue 34)"),
         ("streams.version", "Streams groups are not built yet: streams.version 0 only (issue 31)")]
       for field, leaf in (("supported_features", "max_version"), ("finalized_features", "*"))],
     *[("DescribeConfigs", f"results[*].configs[{name}].*", f"{what} (issue {issue})") for name, what, issue in [

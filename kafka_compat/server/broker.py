@@ -86,7 +86,7 @@ from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
-from .features import SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
+from .features import SHARE_VERSION, SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
 from .fetch import FetchApi
 from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
@@ -633,7 +633,7 @@ class Broker:
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
             self._new_share_fetch_api(auth),
-            ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager),
+            ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager, self._share_groups_on),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
@@ -644,6 +644,11 @@ class Broker:
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
 
+    def _share_groups_on(self) -> bool:
+        """Share groups are served while share.version is at least 1 (Kafka's ShareVersion.supportsShareGroups);
+        at 0 their APIs stay advertised and answer UNSUPPORTED_VERSION, as Kafka 4.4's KafkaApis does."""
+        return self.features.finalized_level(SHARE_VERSION) >= 1
+
     def _new_share_fetch_api(self, auth: AuthHelper) -> ShareFetchApi:
         if self.share_partition_manager is None:
             self.share_partition_manager = SharePartitionManager(
@@ -652,7 +657,7 @@ class Broker:
             if hasattr(self.controller, "on_topic_deleted"):        # a single node's own topic deletion
                 self.controller.on_topic_deleted.append(self.share_partition_manager.on_topic_deleted)
         self._share_fetch_api = ShareFetchApi(self.share_partition_manager, self.share_sessions, self.metadata_cache,
-                                              self.broker_id, auth)
+                                              self.broker_id, auth, self._share_groups_on)
         return self._share_fetch_api
 
     def _metadata_listeners(self) -> list:

@@ -3,7 +3,7 @@
 Thin, as Kafka's KafkaApis: the checks Kafka makes here (share groups enabled, READ on the group,
 DESCRIBE on the subscribed topics, a member id the client made up), then the group coordinator.
 Version 1 only: v0 was Kafka 4.0's early access, refused since 4.1. While share groups are off
-(``share.version`` finalized below 1, when ``enabled()`` says so) both answer UNSUPPORTED_VERSION, as Kafka does.
+(``share.version`` finalized below 1: ``enabled()`` is False) they answer UNSUPPORTED_VERSION, as Kafka does.
 """
 from __future__ import annotations
 
