@@ -277,9 +277,9 @@ def test_read_committed_share_group_sees_committed_records_only(java4, broker, t
             m.close()
 
 
-def test_kafka_share_groups_tool_lists_describes_and_deletes(java4, broker, tmp_path):
-    """Kafka 4.4's kafka-share-groups (ShareGroupCommand) against the group: ListGroups, ShareGroupDescribe,
-    DescribeShareGroupOffsets and DeleteGroups."""
+def test_kafka_share_groups_tool(java4, broker, tmp_path):
+    """Kafka 4.4's kafka-share-groups (ShareGroupCommand) lists, describes, resets the offsets of and deletes
+    a share group: ListGroups, ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets, DeleteGroups."""
     import kafka_tools
     kafka_tools.require()
 
@@ -310,5 +310,22 @@ def test_kafka_share_groups_tool_lists_describes_and_deletes(java4, broker, tmp_
         assert "Stable" in share_groups("--describe", "--group", group, "--state")
     finally:
         member.close()
+
+    def start_offsets() -> dict[str, str]:
+        return {r[2]: r[3] for r in (line.split() for line in share_groups("--describe", "--group", group)
+                                     .splitlines()) if r and r[0] == group}
+    # AlterShareGroupOffsets: the empty group is reset, and a new member is given the records again
+    share_groups("--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-offset", "5", "--execute")
+    assert start_offsets() == {"0": "10", "1": "5", "2": "10"}
+    share_groups("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert start_offsets() == {"0": "0", "1": "0", "2": "0"}
+    again = share_member(java4, broker, topic, group, f"{group}-again", tmp_path, "implicit")
+    try:
+        wait_until(lambda: len(deliveries([again])) >= 30, "every record delivered after the reset", [again])
+    finally:
+        again.close()
+    # DeleteShareGroupOffsets, then DeleteGroups
+    assert "Successful" in share_groups("--delete-offsets", "--group", group, "--topic", topic)
+    assert start_offsets() == {}
     assert "was successful" in share_groups("--delete", "--group", group)
     assert group not in share_groups("--list").split()

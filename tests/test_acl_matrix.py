@@ -46,6 +46,7 @@ from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsTo
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafka_compat.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -55,6 +56,7 @@ from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
 from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest
 from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafka_compat.protocol.messages.delete_records import DeleteRecordsRequest
+from kafka_compat.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.delete_topics import DeleteTopicsRequest
 from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest
 from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
@@ -449,6 +451,40 @@ async def describe_share_group_offsets(ctx: Ctx):
     assert mine.error_code == 0 and theirs.error_code == E.GROUP_AUTHORIZATION_FAILED
     part = mine.topics[0].partitions[0]
     assert (part.error_code, part.start_offset) == (0, -1), "no share state yet"
+
+
+@case(91)
+async def alter_share_group_offsets(ctx: Ctx):
+    """READ on the group, then READ on each topic; the group is made, empty, if it does not exist."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    R = AlterShareGroupOffsetsRequest
+    body = R(group_id=group, topics=[R.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+        R.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+    assert (await ctx.call(91, 0, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(91, 0, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.TOPIC_AUTHORIZATION_FAILED)
+    await ctx.grant(READ, topic)
+    r = await ctx.call(91, 0, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, 0)
+
+
+@case(92)
+async def delete_share_group_offsets(ctx: Ctx):
+    """DELETE on the group, then READ on each topic."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    await ctx.grant(READ, group, GROUP)
+    await ctx.grant(READ, topic)
+    A = AlterShareGroupOffsetsRequest
+    made = await ctx.call(91, 0, A(group_id=group, topics=[A.AlterShareGroupOffsetsRequestTopic(
+        topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]))
+    assert made.error_code == 0
+    R = DeleteShareGroupOffsetsRequest
+    body = R(group_id=group, topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)])
+    assert (await ctx.call(92, 0, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(DELETE, group, GROUP)
+    r = await ctx.call(92, 0, body)
+    assert (r.error_code, r.responses[0].error_code) == (0, 0)
 
 
 async def _topic_id(ctx: Ctx, topic: str) -> bytes:

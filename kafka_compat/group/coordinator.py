@@ -239,6 +239,24 @@ class GroupCoordinator:
             return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
         return E.NONE, None, group
 
+    def share_group_for_offsets(self, group_id: str, create: bool) -> tuple[int, str | None]:
+        """(error, message) for changing a share group's offsets (Alter/DeleteShareGroupOffsets): only an empty
+        share group's may change; with ``create`` a group that does not exist yet is made, empty."""
+        error = self.validate_group_status(group_id, "AlterShareGroupOffsets")
+        if error is not None:
+            return error, None
+        group = self.groups.get_group(group_id)
+        if group is None or group.is_dead:
+            if not create:
+                return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            self.groups.put(ShareGroup(group_id))
+            return E.NONE, None
+        if not isinstance(group, ShareGroup):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        if not group.is_empty:
+            return E.NON_EMPTY_GROUP, "The group is not empty."
+        return E.NONE, None
+
     def assignor_name(self, group: ConsumerGroup) -> str:
         return self.consumer.preferred_assignor(group)
 

@@ -8,10 +8,21 @@ Version 1 only: v0 was Kafka 4.0's early access, refused since 4.1. While share 
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
+from ..protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsResponse
+from ..protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsResponse
 from ..protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsResponse
 from ..protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from ..protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
-from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .auth_helper import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    NO_AUTHORIZER,
+    READ,
+    TOPIC,
+    AuthHelper,
+)
 from .consumer_groups import described_assignment
 from .groups import _client_host
 from .registry import handles
@@ -109,6 +120,65 @@ class ShareGroupsApi:
     @handles(90)
     def handle_describe_share_group_offsets(self, request):
         return _describe_offsets(self, request)
+
+    def _offsets_change_error(self, request, op: int, create: bool) -> tuple[int, str | None]:
+        group_id = request.body.group_id
+        if not self.enabled():
+            return E.UNSUPPORTED_VERSION, None
+        if not self.auth.authorize(request, op, GROUP, group_id):
+            return E.GROUP_AUTHORIZATION_FAILED, None
+        return self.group_coordinator.share_group_for_offsets(group_id, create)
+
+    def _topic_error(self, request, name: str) -> tuple[int, object]:
+        """(error, topic): READ on the topic, and the topic known."""
+        if not self.auth.authorize(request, READ, TOPIC, name):
+            return E.TOPIC_AUTHORIZATION_FAILED, None
+        topic = self.metadata_cache.get_topic(name)
+        return (E.UNKNOWN_TOPIC_OR_PARTITION, None) if topic is None else (E.NONE, topic)
+
+    @handles(91)
+    def handle_alter_share_group_offsets(self, request):
+        """AlterShareGroupOffsets (kafka-share-groups --reset-offsets): READ on the group and the topics; the
+        share group must be empty (it is made if it does not exist yet)."""
+        R = AlterShareGroupOffsetsResponse
+        error, message = self._offsets_change_error(request, READ, create=True)
+        if error:
+            return R(throttle_time_ms=0, error_code=error, error_message=message or E(error).message, responses=[])
+        out = []
+        for t in request.body.topics:
+            error, topic = self._topic_error(request, t.topic_name)
+            parts = []
+            for p in t.partitions:
+                code = error
+                if not code and not 0 <= p.partition_index < topic.partitions:
+                    code = E.UNKNOWN_TOPIC_OR_PARTITION
+                if not code:
+                    self.share_partitions.alter_start_offset(request.body.group_id, t.topic_name, p.partition_index,
+                                                             p.start_offset)
+                parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
+                                                                       error_code=code,
+                                                                       error_message=E(code).message if code else None))
+            out.append(R.AlterShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16), partitions=parts))
+        return R(throttle_time_ms=0, error_code=E.NONE, error_message=None, responses=out)
+
+    @handles(92)
+    def handle_delete_share_group_offsets(self, request):
+        """DeleteShareGroupOffsets (kafka-share-groups --delete-offsets): DELETE on the group, READ on the
+        topics; the share group must exist and be empty."""
+        R = DeleteShareGroupOffsetsResponse
+        error, message = self._offsets_change_error(request, DELETE, create=False)
+        if error:
+            return R(throttle_time_ms=0, error_code=error, error_message=message or E(error).message, responses=[])
+        out = []
+        for t in request.body.topics:
+            code, topic = self._topic_error(request, t.topic_name)
+            if not code:
+                self.share_partitions.delete_offsets(request.body.group_id, t.topic_name)
+            out.append(R.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16), error_code=code,
+                error_message=E(code).message if code else None))
+        return R(throttle_time_ms=0, error_code=E.NONE, error_message=None, responses=out)
 
 
 class _Offsets:

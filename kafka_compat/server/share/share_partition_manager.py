@@ -200,7 +200,23 @@ class SharePartitionManager:
         """DeleteGroups removed a share group: its share partitions' state goes with it."""
         self._drop([k for k in self.partitions if k[0] == group_id])
 
-    # ------------------------------------------------------------ offsets (DescribeShareGroupOffsets)
+    # ------------------------------------------------------------ offsets (Describe/Alter/DeleteShareGroupOffsets)
+    def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> None:
+        """AlterShareGroupOffsets (the group is empty): the share partition starts again at ``offset``."""
+        key = (group_id, topic, index)
+        old = self.partitions.get(key)
+        self._drop([key] if old is not None else [])
+        sp = self.partitions[key] = SharePartition(offset)
+        if old is not None:
+            sp.record_lock_duration_ms, sp.delivery_count_limit, sp.max_record_locks = \
+                old.record_lock_duration_ms, old.delivery_count_limit, old.max_record_locks
+
+    def delete_offsets(self, group_id: str, topic: str) -> bool:
+        """DeleteShareGroupOffsets: forget the group's share partitions of ``topic``; whether it had any."""
+        keys = [k for k in self.partitions if k[0] == group_id and k[1] == topic]
+        self._drop(keys)
+        return bool(keys)
+
     def group_topics(self, group_id: str) -> set[str]:
         return {topic for g, topic, _ in self.partitions if g == group_id}
 
