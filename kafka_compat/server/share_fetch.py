@@ -135,7 +135,9 @@ class ShareFetchApi:
         keys = ctx.partitions if ctx.full else None
         if isinstance(results, asyncio.Future):
             return self._later(lock_ms, keys, names, results, ack_errors)
-        if not wanted and req.max_wait_ms > 0 and not has_acks:
+        if req.max_wait_ms > 0 and not has_acks and not any(r.acquired or r.error_code for r in results.values()):
+            # nothing acquirable (the record-lock limit, or records others hold): answer after MaxWaitMs, not
+            # at once, so that a member does not spin
             return self._idle(lock_ms, keys, names, req.max_wait_ms)
         return self._fetch_response(lock_ms, keys, names, results, ack_errors)
 
