@@ -329,3 +329,50 @@ def test_kafka_share_groups_tool(java4, broker, tmp_path):
     assert start_offsets() == {}
     assert "was successful" in share_groups("--delete", "--group", group)
     assert group not in share_groups("--list").split()
+
+
+def test_acknowledgements_survive_a_broker_restart(java4, tmp_path_factory, tmp_path):
+    """The share partitions' state is in __share_group_state: after a restart the group goes on from where
+    its acknowledgements left it, and only what was not acknowledged is delivered again."""
+    with EmbeddedBroker(BROKER, data_dir=str(tmp_path_factory.mktemp("share-restart"))) as b:
+        topic = new_topic(b, 3)
+        producer = Producer(b, topic, 3)
+        accepted = [f"a-{i}" for i in range(30)]
+        released = [f"r-{i}" for i in range(6)]         # released once, then left unacknowledged
+        producer.send(accepted + released)
+        producer.close()
+        group = unique("share")
+        set_group_config(b, group, "share.auto.offset.reset", "earliest")
+        member = share_member(java4, b, topic, group, f"{group}-m", tmp_path, "explicit")
+        try:
+            wait_until(lambda: all(sorted(by_value([member]).get(v, [])) == [1, 2] for v in released)
+                       and all(v in by_value([member]) for v in accepted), "everything delivered", [member])
+        finally:
+            member.close()
+        producer = Producer(b, topic, 3)
+        held = [f"h-{i}" for i in range(3)]       # acquired by a member that never acknowledges them
+        producer.send(held)
+        producer.close()
+        holder = share_member(java4, b, topic, group, f"{group}-holder", tmp_path, "hold")
+        try:
+            wait_until(lambda: any(e["event"] == "holding" for e in holder.events), "the records held", [holder])
+            b.stop()
+        finally:
+            holder.kill()
+        b.start()
+        producer = Producer(b, topic, 3)
+        later = [f"later-{i}" for i in range(9)]
+        producer.send(later)
+        producer.close()
+        after = share_member(java4, b, topic, group, f"{group}-after", tmp_path, "implicit")
+        try:
+            held_then = {r["v"] for r in records(holder)}
+            wait_until(lambda: set(later) | held_then <= set(by_value([after])), "the new and the held records",
+                       [after])
+            time.sleep(1)
+            seen = by_value([after])
+            assert not set(seen) & set(accepted + released), "no acknowledged record comes back after the restart"
+            assert set(seen) == set(later) | held_then, seen
+            assert all(seen[v] == [2] for v in held_then), "a held record comes back as its second delivery"
+        finally:
+            after.close()

@@ -108,6 +108,7 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
+from .share.share_coordinator import ShareCoordinator
 from .share.share_partition_manager import SharePartitionManager
 from .share.share_session_cache import ShareSessionCache
 from .share_fetch import ShareFetchApi
@@ -227,6 +228,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.share_partition_manager: SharePartitionManager | None = None
+        self.share_coordinator: ShareCoordinator | None = None
         self._share_fetch_api: ShareFetchApi | None = None
         self.features = FeatureCache()          # the finalized feature levels (KIP-584) this broker acts on
         self.feature_manager: LocalFeatureManager | ZkFeatureManager | None = None
@@ -408,6 +410,9 @@ class Broker:
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
         await self._start_transactions(elect_locally=True)
+        # a single node keeps share partitions' state in __share_group_state, read back once here
+        self.share_coordinator = ShareCoordinator(cfg, self.replica_manager, self.controller)
+        await asyncio.to_thread(self.share_coordinator.load)
         self.apis = KafkaApis(self._handlers())
         await self._start_socket_server(connection_quotas)
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
@@ -652,7 +657,8 @@ class Broker:
     def _new_share_fetch_api(self, auth: AuthHelper) -> ShareFetchApi:
         if self.share_partition_manager is None:
             self.share_partition_manager = SharePartitionManager(
-                self.replica_manager, self.group_coordinator.group_configs.group_config)
+                self.replica_manager, self.group_coordinator.group_configs.group_config,
+                persister=self.share_coordinator)
             self.group_coordinator.share_group_deleted.append(self.share_partition_manager.on_group_deleted)
             if hasattr(self.controller, "on_topic_deleted"):        # a single node's own topic deletion
                 self.controller.on_topic_deleted.append(self.share_partition_manager.on_topic_deleted)

@@ -397,6 +397,15 @@ BROKER_CONFIG_DEF = (
     .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
             "Replication factor of __consumer_offsets.")
     .define("offsets.topic.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __consumer_offsets.")
+    # the share coordinator's `__share_group_state` (Kafka's ShareCoordinatorConfig)
+    .define("share.coordinator.state.topic.num.partitions", INT, 50, at_least(1), HIGH,
+            "Partitions of __share_group_state.")
+    .define("share.coordinator.state.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
+            "Replication factor of __share_group_state.")
+    .define("share.coordinator.state.topic.min.isr", SHORT, 2, at_least(1), HIGH,
+            "min.insync.replicas of __share_group_state.")
+    .define("share.coordinator.state.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
+            "Segment size of __share_group_state.")
     .define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
             "Segment size of __consumer_offsets.")
     .define("offsets.topic.compression.codec", INT, 0, None, HIGH, "Codec id for offset commits (0 = none).")

@@ -17,7 +17,7 @@ from ..protocol.primitives import ZERO_UUID
 NO_LEADER = -1
 LEADER_DURING_DELETE = -2
 log = logging.getLogger(__name__)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @dataclass(frozen=True)

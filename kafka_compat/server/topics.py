@@ -17,7 +17,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 METADATA_FILE = "kafka-compat-topics.json"
 MAX_NAME_LENGTH = 249
 LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
 
 
 @dataclass

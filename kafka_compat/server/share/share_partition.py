@@ -88,6 +88,36 @@ class SharePartition:
         self.ranges: list[InFlight] = []        # sorted, contiguous over start_offset..end_offset
         self._firsts: list[int] = []            # ranges' first offsets, for bisect
 
+    @classmethod
+    def from_state(cls, start_offset: int, batches: list, **limits) -> SharePartition:
+        """A share partition as the share coordinator kept it: ``batches`` (first, last, delivery state, delivery
+        count) from ``start_offset`` on; offsets between them no batch names are Available, never delivered."""
+        sp = cls(start_offset, **limits)
+        for first, last, state, count in sorted(batches):
+            first = max(first, sp.end_offset + 1)
+            if first > last:
+                continue
+            if first > sp.end_offset + 1:
+                sp._append(InFlight(sp.end_offset + 1, first - 1, RecordState.AVAILABLE))
+            kept = RecordState(state) if state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) \
+                else RecordState.AVAILABLE
+            sp._append(InFlight(first, last, kept, count))
+        sp._merge()
+        sp._advance_start()
+        return sp
+
+    def persisted_batches(self) -> list[tuple[int, int, int, int]]:
+        """The state the share coordinator keeps: (first, last, delivery state, delivery count) per range, an
+        Acquired range kept as Available (a lock does not outlive the leader)."""
+        out: list[tuple[int, int, int, int]] = []
+        for r in self.ranges:
+            state = RecordState.AVAILABLE if r.state == RecordState.ACQUIRED else r.state
+            if out and out[-1][1] + 1 == r.first and out[-1][2] == state and out[-1][3] == r.delivery_count:
+                out[-1] = (out[-1][0], r.last, int(state), r.delivery_count)
+            else:
+                out.append((r.first, r.last, int(state), r.delivery_count))
+        return out
+
     # ------------------------------------------------------------ inspection
     def next_fetch_offset(self) -> int:
         """Where the next read starts: the first Available record, else past the end."""

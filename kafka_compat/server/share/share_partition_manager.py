@@ -25,6 +25,7 @@ from kafka_compat.storage.fetch_data_info import FetchIsolation
 from ...group.group_config import GroupConfig
 from ...protocol.errors import ErrorCode
 from ..delayed_fetch import FetchParams, PartitionFetchInfo
+from .share_coordinator import PersistedState
 from .share_fetch_utils import aborted_batches, read_batch_spans, truncate_read
 from .share_partition import AckBatch, AcquiredRecords, SharePartition
 
@@ -46,12 +47,15 @@ class SharePartitionResult(NamedTuple):
 
 
 class SharePartitionManager:
-    def __init__(self, replica_manager, group_config: Callable[[str], GroupConfig], clock=now_ms):
-        """``group_config(group id)``: the group's share.* configs (GroupConfigManager.group_config)."""
+    def __init__(self, replica_manager, group_config: Callable[[str], GroupConfig], clock=now_ms, persister=None):
+        """``group_config(group id)``: the group's share.* configs (GroupConfigManager.group_config);
+        ``persister``: the ShareCoordinator keeping share partitions' state (None: in memory only)."""
         self.replica_manager = replica_manager
         self.group_config = group_config
         self.clock = clock
+        self.persister = persister
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.topic_ids: dict[tuple[str, str, int], bytes] = {}
         self._timers: dict[tuple[str, str, int], tuple[int, asyncio.TimerHandle]] = {}
 
     def shutdown(self) -> None:
@@ -88,11 +92,20 @@ class SharePartitionManager:
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
         if sp is None:
-            error, start = self._start_offset(topic, index, cfg)
-            if error:
-                return error, None
-            sp = self.partitions[key] = SharePartition(start)
-            log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+            partition = self.replica_manager.get_partition(topic, index)
+            topic_id = partition.topic_id if partition is not None else bytes(16)
+            kept = self.persister.read(group_id, topic_id, index) if self.persister is not None else None
+            if kept is not None:
+                sp = SharePartition.from_state(kept.start_offset, kept.batches)
+                log.info("share partition %s %s-%d resumes at %d", group_id, topic, index, sp.start_offset)
+            else:
+                error, start = self._start_offset(topic, index, cfg)
+                if error:
+                    return error, None
+                sp = SharePartition(start)
+                log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+            self.partitions[key] = sp
+            self.topic_ids[key] = topic_id
         sp.record_lock_duration_ms = int(cfg["share.record.lock.duration.ms"])
         sp.delivery_count_limit = int(cfg["share.delivery.count.limit"])
         sp.max_record_locks = int(cfg["share.partition.max.record.locks"])
@@ -121,6 +134,7 @@ class SharePartitionManager:
             sp.update_log_start_offset(partition.log_start_offset)
             if sp.expire_locks(now):
                 self._arm(group_id, topic, index)
+                self._persist((group_id, topic, index))
             if sp.can_acquire():
                 fetches.append((topic, index, PartitionFetchInfo(sp.next_fetch_offset(), per_partition)))
         params = FetchParams(CONSUMER_REPLICA_ID, max_wait_ms, min_bytes, max_bytes, self._isolation(cfg))
@@ -174,7 +188,9 @@ class SharePartitionManager:
             if sp is None:
                 out[(topic, index)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            out[(topic, index)] = sp.acknowledge(member_id, [AckBatch(*b) for b in batches])
+            out[(topic, index)] = error = sp.acknowledge(member_id, [AckBatch(*b) for b in batches])
+            if error == E.NONE:
+                self._persist((group_id, topic, index))
         return out
 
     def release_session(self, group_id: str, member_id: str, partitions) -> int:
@@ -182,23 +198,41 @@ class SharePartitionManager:
         released = 0
         for topic, index in partitions:
             sp = self.partitions.get((group_id, topic, index))
-            if sp is not None:
-                released += sp.release_member(member_id)
+            if sp is not None and sp.release_member(member_id):
+                released += 1
+                self._persist((group_id, topic, index))
         return released
 
-    def _drop(self, keys) -> None:
+    def _persist(self, key, delete: bool = False) -> None:
+        """Hand the share partition's state to the share coordinator (a tombstone with ``delete``)."""
+        if self.persister is None:
+            return
+        sp = self.partitions.get(key)
+        group_id, topic, index = key
+        topic_id = self.topic_ids.get(key)
+        if topic_id is None or (sp is None and not delete):
+            return
+        partition = self.replica_manager.get_partition(topic, index)
+        state = None if delete else PersistedState(sp.start_offset, 0, sp.persisted_batches())
+        self.persister.write(group_id, topic_id, index, state, partition.leader_epoch if partition else -1,
+                             self.clock(), -1 if delete else sp.delivery_complete_count())
+
+    def _drop(self, keys, delete_state: bool = False) -> None:
         for key in keys:
+            if delete_state:
+                self._persist(key, delete=True)
             del self.partitions[key]
+            self.topic_ids.pop(key, None)
             entry = self._timers.pop(key, None)
             if entry is not None:
                 entry[1].cancel()
 
     def on_topic_deleted(self, topic: str, partitions: int | None = None) -> None:
-        self._drop([k for k in self.partitions if k[1] == topic])
+        self._drop([k for k in self.partitions if k[1] == topic], delete_state=True)
 
     def on_group_deleted(self, group_id: str) -> None:
         """DeleteGroups removed a share group: its share partitions' state goes with it."""
-        self._drop([k for k in self.partitions if k[0] == group_id])
+        self._drop([k for k in self.partitions if k[0] == group_id], delete_state=True)
 
     # ------------------------------------------------------------ offsets (Describe/Alter/DeleteShareGroupOffsets)
     def alter_start_offset(self, group_id: str, topic: str, index: int, offset: int) -> None:
@@ -207,14 +241,17 @@ class SharePartitionManager:
         old = self.partitions.get(key)
         self._drop([key] if old is not None else [])
         sp = self.partitions[key] = SharePartition(offset)
+        partition = self.replica_manager.get_partition(topic, index)
+        self.topic_ids[key] = partition.topic_id if partition is not None else bytes(16)
         if old is not None:
             sp.record_lock_duration_ms, sp.delivery_count_limit, sp.max_record_locks = \
                 old.record_lock_duration_ms, old.delivery_count_limit, old.max_record_locks
+        self._persist(key)
 
     def delete_offsets(self, group_id: str, topic: str) -> bool:
         """DeleteShareGroupOffsets: forget the group's share partitions of ``topic``; whether it had any."""
         keys = [k for k in self.partitions if k[0] == group_id and k[1] == topic]
-        self._drop(keys)
+        self._drop(keys, delete_state=True)
         return bool(keys)
 
     def group_topics(self, group_id: str) -> set[str]:
@@ -253,6 +290,7 @@ class SharePartitionManager:
         released = sp.expire_locks(self.clock())
         if released:
             log.debug("share partition %s %s-%d: %d records' locks expired", *key, released)
+            self._persist(key)
         self._arm(*key)
 
 
