@@ -39,6 +39,27 @@ def reference_kafka_zookeeper(request):
 
 
 @pytest.fixture(scope="session")
+def reference_kafka_secured(request):
+    """Apache Kafka 4.x, one KRaft node with a SASL_PLAINTEXT listener and the StandardAuthorizer."""
+    if not reference.available():
+        pytest.skip("Apache Kafka is not resolved (run: bash interop/maven.sh kafka)")
+    ref = reference.start_kraft(1, secured=True)
+    request.addfinalizer(ref.stop)
+    return ref
+
+
+@pytest.fixture(scope="session")
+def conformance_secured_broker():
+    """kafka-compat set as reference_kafka_secured is: PLAINTEXT and SASL_PLAINTEXT, PLAIN users, ACLs."""
+    from kafka_compat.testing import EmbeddedBroker
+
+    settings = {"broker.id": 0, "inter.broker.listener.name": "PLAINTEXT", **reference.small_cluster(1),
+                **reference.secured_settings("kafka.security.authorizer.AclAuthorizer")}
+    with EmbeddedBroker(settings, listeners={"PLAINTEXT": "PLAINTEXT", "SASL_PLAINTEXT": "SASL_PLAINTEXT"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
 def conformance_tally():
     return conformance.Tally()
 

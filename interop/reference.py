@@ -83,6 +83,7 @@ class ReferenceKafka:
     root: Path
     procs: list[subprocess.Popen] = field(default_factory=list)
     zookeeper: object | None = None             # kafka_compat.testing.EmbeddedZooKeeper, ZooKeeper mode only
+    sasl_ports: list[int] = field(default_factory=list)     # the SASL_PLAINTEXT listeners of a secured start
 
     @property
     def bootstrap(self) -> str:
@@ -146,7 +147,23 @@ def _wait_ready(ref: ReferenceKafka, timeout: float) -> None:
             time.sleep(0.2)
 
 
-def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float = 90.0) -> ReferenceKafka:
+# A secured reference (start_kraft(secured=True)): a SASL_PLAINTEXT listener beside PLAINTEXT, with PLAIN
+# users, and Kafka's StandardAuthorizer. PLAINTEXT's ANONYMOUS is a super user (the controller and the brokers
+# talk there); the security tests use the SASL listener. conformance_secured_broker mirrors it.
+SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+
+
+def secured_settings(authorizer: str) -> dict:
+    users = " ".join(f'user_{u}="{p}"' for u, p in SECURE_USERS.items())
+    return {"sasl.enabled.mechanisms": "PLAIN", "authorizer.class.name": authorizer,
+            "super.users": "User:admin;User:ANONYMOUS",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+                f'password="admin-secret" {users};'}
+
+
+def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float = 90.0,
+                secured: bool = False) -> ReferenceKafka:
     """Kafka 4.x in KRaft mode: every node is broker and controller, one voter each."""
     version = kafka_version(KAFKA4_DIR)
     if version is None:
@@ -154,13 +171,13 @@ def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float 
     root = Path(tempfile.mkdtemp(prefix="reference-kafka-"))
     from kafka_compat.testing import free_ports
 
-    every = free_ports(2 * brokers)          # all distinct: each bound at once
-    ports, controller_ports = every[:brokers], every[brokers:]
+    every = free_ports(3 * brokers)          # all distinct: each bound at once
+    ports, controller_ports, sasl_ports = every[:brokers], every[brokers:2 * brokers], every[2 * brokers:]
     voters = ",".join(f"{i}@{peers.LOOPBACK}:{p}" for i, p in enumerate(controller_ports))
     cluster_id = _cluster_id()
     log_config = root / "log4j2.properties2"
     log_config.write_text(LOG4J2)
-    ref = ReferenceKafka(version, "kraft", ports, root)
+    ref = ReferenceKafka(version, "kraft", ports, root, sasl_ports=sasl_ports if secured else [])
     rf = min(3, brokers)
     try:
         for i in range(brokers):
@@ -176,7 +193,8 @@ def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float 
                 "log.dirs": data,
                 "share.coordinator.state.topic.replication.factor": rf,
                 "share.coordinator.state.topic.min.isr": min(2, rf),
-                **small_cluster(brokers), **(overrides or {}),
+                **small_cluster(brokers), **(_secured(i, ports, controller_ports, sasl_ports) if secured else {}),
+                **(overrides or {}),
             }))
             subprocess.run(["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log_config}", "-cp",
                             _classpath(KAFKA4_DIR), "kafka.tools.StorageTool", "format", "-t", cluster_id,
@@ -187,6 +205,15 @@ def start_kraft(brokers: int = 1, overrides: dict | None = None, timeout: float 
         ref.stop()
         raise
     return ref
+
+
+def _secured(i: int, ports, controller_ports, sasl_ports) -> dict:
+    lo = peers.LOOPBACK
+    return {"listeners": f"PLAINTEXT://{lo}:{ports[i]},CONTROLLER://{lo}:{controller_ports[i]},"
+                         f"SASL_PLAINTEXT://{lo}:{sasl_ports[i]}",
+            "advertised.listeners": f"PLAINTEXT://{lo}:{ports[i]},SASL_PLAINTEXT://{lo}:{sasl_ports[i]}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            **secured_settings("org.apache.kafka.metadata.authorizer.StandardAuthorizer")}
 
 
 def start_zookeeper_mode(brokers: int = 1, overrides: dict | None = None, timeout: float = 90.0) -> ReferenceKafka:
@@ -222,10 +249,14 @@ def start_zookeeper_mode(brokers: int = 1, overrides: dict | None = None, timeou
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, as `random-uuid` prints."""
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, as `random-uuid` prints; never
+    one that starts with '-' (as Kafka's Uuid.randomUuid avoids), which StorageTool would take for an option."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 @contextlib.contextmanager

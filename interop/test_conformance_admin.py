@@ -202,6 +202,29 @@ def test_partition_reassignments(pair):
     pair.check()
 
 
+def test_delegation_tokens_over_plaintext(pair):
+    """Token requests over a PLAINTEXT listener: refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) with the
+    fields Kafka fills in. (Token logins are tested over SASL in tests/test_delegation_tokens.py.)"""
+    from kafka_compat.protocol.messages import (
+        create_delegation_token,
+        describe_delegation_token,
+        expire_delegation_token,
+        renew_delegation_token,
+    )
+    C = create_delegation_token.CreateDelegationTokenRequest
+    for v in pair.versions(38):
+        pair.call(38, v, C(owner_principal_type=None, owner_principal_name=None, renewers=[
+            C.CreatableRenewers(principal_type="User", principal_name="bob")], max_lifetime_ms=-1), "create")
+    for v in pair.versions(39):
+        pair.call(39, v, renew_delegation_token.RenewDelegationTokenRequest(hmac=b"x", renew_period_ms=1), "renew")
+    for v in pair.versions(40):
+        pair.call(40, v, expire_delegation_token.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=-1),
+                  "expire")
+    for v in pair.versions(41):
+        pair.call(41, v, describe_delegation_token.DescribeDelegationTokenRequest(owners=None), "describe")
+    pair.check()
+
+
 def test_cluster_queries(pair):
     create(pair, "conf-cq", partitions=2)
     for v in pair.versions(DESCRIBE_CLUSTER):
@@ -338,11 +361,20 @@ def test_update_features(pair):
     H = consumer_group_heartbeat.ConsumerGroupHeartbeatRequest
     heartbeat = H(group_id="conf-features", member_id="conf-features-member", member_epoch=0,
                   rebalance_timeout_ms=30000, subscribed_topic_names=["conf-features"], topic_partitions=[])
+    def finalized(level: int) -> None:
+        """Both sides advertise group.version at `level` (KRaft publishes the change a moment later)."""
+        for side in ("ours", "kafka"):
+            until(lambda: pair.client(side).call(API_VERSIONS, 4, hello),
+                  lambda r: {f.name: f.max_version_level for f in r.finalized_features}.get("group.version", 0)
+                  == level)
+
     try:
         pair.call(UPDATE_FEATURES, 1, _feature_updates(("group.version", 0, SAFE), validate_only=False), "downgrade")
+        finalized(0)
         pair.call(API_VERSIONS, 4, hello, "group.version at 0")
         pair.call(CONSUMER_GROUP_HEARTBEAT, 0, heartbeat, "group.version at 0")
     finally:
         pair.call(UPDATE_FEATURES, 2, _feature_updates(("group.version", 1, UPGRADE), validate_only=False), "upgrade")
+    finalized(1)
     pair.call(API_VERSIONS, 4, hello, "group.version at 1")
     pair.check()

@@ -544,6 +544,52 @@ def test_the_java_client_pushes_its_metrics_to_the_metrics_endpoint():
         assert {labels["client_software_name"] for labels in found.values()} == {"apache-kafka-java"}
 
 
+def test_kafka_delegation_tokens_and_the_java_client_logging_in_with_one(tmp_path):
+    """kafka-delegation-tokens creates, describes, renews and expires a token; Kafka's console producer
+    (the Java client 4.4) logs in with it over SCRAM (tokenauth=true) and writes as its owner; once
+    expired, the token no longer logs in."""
+    from secure_broker import TlsFiles, start_broker
+    b = start_broker(TlsFiles(str(tmp_path / "tls")), authorizer=False, plain_users={"renewer": "renewer-pw"},
+                     **{"delegation.token.secret.key": "java-token-secret"})
+    try:
+        sasl = b.bootstrap_for("SASL_PLAINTEXT")
+        alice = tmp_path / "alice.properties"
+        alice.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                         "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" "
+                         "password=\"alice-secret\";\n")
+        cmd = ("kafka-delegation-tokens", "--bootstrap-server", sasl, "--command-config", alice)
+        out = tool(*cmd, "--create", "--max-life-time-period", -1, "--renewer-principal", "User:renewer").stdout
+        token_id = re.search(r"tokenId\s*:\s*(\S+)", out).group(1)
+        row = next(line.split() for line in out.splitlines() if line.startswith(token_id))
+        hmac, owner = row[1], row[2]
+        assert owner == "User:alice"
+        described = tool(*cmd, "--describe", "--owner-principal", "User:alice").stdout
+        assert "Total number of tokens : 1" in described and token_id in described and "User:renewer" in described
+        renewed = tool(*cmd, "--renew", "--hmac", hmac, "--renew-time-period", -1).stdout
+        assert "Completed renew operation" in renewed
+
+        token = tmp_path / "token.properties"
+        token.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
+                         "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                         f"username=\"{token_id}\" password=\"{hmac}\" tokenauth=\"true\";\n")
+        produced = tool("kafka-console-producer", "--bootstrap-server", sasl, "--topic", "token-topic",
+                        "--producer.config", token, "--producer-property", "acks=all", input="with a token\n")
+        assert "ERROR" not in produced.stderr, produced.stderr
+        target = Target("broker", broker=b)
+        got = read(target, "token-topic", 1)
+        assert [v for records in got.values() for _, _, v, _ in records] == [b"with a token"]
+
+        assert "Completed expire operation" in tool(*cmd, "--expire", "--hmac", hmac, "--expiry-time-period",
+                                                    -1).stdout
+        refused = tool("kafka-console-producer", "--bootstrap-server", sasl, "--topic", "token-topic",
+                       "--producer.config", token, "--producer-property", "max.block.ms=10000",
+                       input="after expiry\n", expect=None)
+        assert "Authentication failed" in refused.stderr, refused.stderr[-2000:]
+        target.close()
+    finally:
+        b.close()
+
+
 # ================================================================ kafka-console-producer, kafka-console-consumer
 
 def console_consume(target: Target, topic: str, count: int, *args) -> list[str]:

@@ -20,7 +20,8 @@ fi
 JVM_AND_GO=(interop/test_spark.py interop/test_spark35.py interop/test_kafka_tools.py interop/test_go_clients.py
             interop/test_kafka_streams.py interop/test_kafka_connect.py
             interop/test_conformance.py interop/test_conformance_groups.py interop/test_conformance_admin.py
-            interop/test_conformance_cluster.py tests/test_bench_smoke.py tests/test_bench_scripts.py)
+            interop/test_conformance_cluster.py interop/test_conformance_security.py tests/test_bench_smoke.py
+            tests/test_bench_scripts.py)
 log="$(mktemp -d)/jvm-and-go.log"
 python3 -m pytest -q -rA -p no:cacheprovider "${JVM_AND_GO[@]}" >"$log" 2>&1 &
 side=$!

@@ -51,6 +51,10 @@ from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUse
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafka_compat.protocol.messages.create_acls import CreateAclsRequest
+from kafka_compat.protocol.messages.create_delegation_token import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
+)
 from kafka_compat.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
 from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest
@@ -62,6 +66,7 @@ from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest
 from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from kafka_compat.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafka_compat.protocol.messages.describe_configs import DescribeConfigsRequest
+from kafka_compat.protocol.messages.describe_delegation_token import DescribeDelegationTokenRequest
 from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
 from kafka_compat.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kafka_compat.protocol.messages.describe_producers import DescribeProducersRequest
@@ -71,6 +76,7 @@ from kafka_compat.protocol.messages.describe_transactions import DescribeTransac
 from kafka_compat.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from kafka_compat.protocol.messages.elect_leaders import ElectLeadersRequest
 from kafka_compat.protocol.messages.end_txn import EndTxnRequest
+from kafka_compat.protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafka_compat.protocol.messages.heartbeat import HeartbeatRequest
@@ -89,6 +95,7 @@ from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from kafka_compat.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
 from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescribeRequest
@@ -100,6 +107,7 @@ from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequ
 from kafka_compat.protocol.primitives import ZERO_UUID
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.protocol.sasl import ScramMechanism
+from kafka_compat.security.acl import AclOperation, ResourceType
 from kafka_compat.server.broker import advertised_api_versions
 
 E = ErrorCode
@@ -967,6 +975,58 @@ async def list_partition_reassignments(ctx: Ctx):
     assert (await ctx.call(46, 0, body)).error_code == 0
 
 
+# -- delegation tokens ---------------------------------------------------------------------------
+
+async def admin_token(ctx: Ctx, renewers=()) -> CreateDelegationTokenResponse:
+    C = CreateDelegationTokenRequest
+    r = await ctx.admin.call(38, 3, C(owner_principal_type=None, owner_principal_name=None, max_lifetime_ms=-1,
+                                      renewers=[C.CreatableRenewers(principal_type="User", principal_name=n)
+                                                for n in renewers]))
+    assert r.error_code == 0
+    return r
+
+
+@case(38)
+async def create_delegation_token(ctx: Ctx):
+    C = CreateDelegationTokenRequest
+    own = await ctx.call(38, 3, C(owner_principal_type=None, owner_principal_name=None, renewers=[],
+                                  max_lifetime_ms=-1))
+    assert own.error_code == 0 and own.principal_name == ctx.name       # one's own token needs no ACL
+    other = C(owner_principal_type="User", owner_principal_name="someone", renewers=[], max_lifetime_ms=-1)
+    r = await ctx.call(38, 3, other)
+    assert (r.error_code, r.token_id) == (E.DELEGATION_TOKEN_AUTHORIZATION_FAILED, "")
+    await ctx.grant(AclOperation.CREATE_TOKENS, "User:someone", ResourceType.USER)
+    r = await ctx.call(38, 3, other)
+    assert r.error_code == 0 and (r.principal_name, r.token_requester_principal_name) == ("someone", ctx.name)
+
+
+@case(39, 40)
+async def renew_and_expire_delegation_token(ctx: Ctx):
+    """Not ACLs: the token's owner and renewers may renew or expire it, nobody else."""
+    foreign = await admin_token(ctx)
+    for key, body in ((39, RenewDelegationTokenRequest(hmac=foreign.hmac, renew_period_ms=1000)),
+                      (40, ExpireDelegationTokenRequest(hmac=foreign.hmac, expiry_time_period_ms=1000))):
+        assert (await ctx.call(key, 2, body)).error_code == E.DELEGATION_TOKEN_OWNER_MISMATCH
+    renewable = await admin_token(ctx, renewers=[ctx.name])
+    r = await ctx.call(39, 2, RenewDelegationTokenRequest(hmac=renewable.hmac, renew_period_ms=60000))
+    assert r.error_code == 0 and r.expiry_timestamp_ms <= renewable.max_timestamp_ms
+    r = await ctx.call(40, 2, ExpireDelegationTokenRequest(hmac=renewable.hmac, expiry_time_period_ms=-1))
+    assert r.error_code == 0
+    r = await ctx.call(39, 2, RenewDelegationTokenRequest(hmac=renewable.hmac, renew_period_ms=60000))
+    assert r.error_code == E.DELEGATION_TOKEN_NOT_FOUND
+
+
+@case(41)
+async def describe_delegation_token(ctx: Ctx):
+    token = await admin_token(ctx)
+    body = DescribeDelegationTokenRequest(owners=None)
+    seen = {t.token_id for t in (await ctx.call(41, 3, body)).tokens}
+    assert token.token_id not in seen
+    await ctx.grant(DESCRIBE, token.token_id, ResourceType.DELEGATION_TOKEN)
+    described = [t for t in (await ctx.call(41, 3, body)).tokens if t.token_id == token.token_id]
+    assert [(t.principal_name, t.hmac) for t in described] == [(token.principal_name, token.hmac)]
+
+
 # -- cluster -----------------------------------------------------------------------------------
 
 @case(35)
@@ -1130,7 +1190,8 @@ CASE_NAMES = sorted({fn.__name__ for fn in CASES.values()})
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     b = start_broker(TlsFiles(str(tmp_path_factory.mktemp("tls"))),
-                     plain_users={name: f"{name}-secret" for name in CASE_NAMES + ["pattern", "wild"]})
+                     plain_users={name: f"{name}-secret" for name in CASE_NAMES + ["pattern", "wild"]},
+                     **{"delegation.token.secret.key": "acl-matrix-secret"})
     try:
         yield b
     finally:

@@ -54,14 +54,16 @@ class ScramClient:
     """SCRAM: client-first, then client-final with the proof; the server's final message is checked,
     so a server that does not know the password cannot pass for one that does."""
 
-    def __init__(self, mechanism: ScramMechanism | str, username: str, password: str, nonce: str | None = None):
+    def __init__(self, mechanism: ScramMechanism | str, username: str, password: str, nonce: str | None = None,
+                 token: bool = False):
+        """``token``: log in with a delegation token (username = its id, password = its HMAC in base64)."""
         self.mechanism = mechanism if isinstance(mechanism, ScramMechanism) else ScramMechanism.from_name(mechanism)
         if self.mechanism is None:
             raise ValueError(f"Unknown SCRAM mechanism {mechanism}")
         self.mechanism_name = self.mechanism.mechanism_name
         self._password = password
         self._nonce = nonce or base64.b64encode(secrets.token_bytes(18)).decode("ascii")
-        self._first_bare = f"n={scram_saslname(username)},r={self._nonce}"
+        self._first_bare = f"n={scram_saslname(username)},r={self._nonce}" + (",tokenauth=true" if token else "")
         self._server_signature: bytes | None = None
         self.complete = False
 
@@ -112,12 +114,12 @@ class ScramClient:
             raise SaslClientError("SCRAM: invalid server signature")
 
 
-def sasl_client(mechanism: str, username: str, password: str):
-    """A fresh client of the mechanism (one per connection)."""
+def sasl_client(mechanism: str, username: str, password: str, token: bool = False):
+    """A fresh client of the mechanism (one per connection); ``token``: SCRAM with a delegation token."""
     if mechanism == "PLAIN":
         return PlainClient(username, password)
     if ScramMechanism.from_name(mechanism) is not None:
-        return ScramClient(mechanism, username, password)
+        return ScramClient(mechanism, username, password, token=token)
     raise ValueError(f"SASL mechanism {mechanism} has no client here (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
 
 
@@ -167,11 +169,12 @@ class ClientSecurity(NamedTuple):
     sasl_mechanism: str | None = None
     username: str | None = None
     password: str | None = None
+    token: bool = False                 # SCRAM with a delegation token (tokenauth=true)
 
     def authenticator(self) -> SaslClientAuthenticator | None:
         if self.sasl_mechanism is None:
             return None
-        return SaslClientAuthenticator(sasl_client(self.sasl_mechanism, self.username, self.password))
+        return SaslClientAuthenticator(sasl_client(self.sasl_mechanism, self.username, self.password, self.token))
 
     def __repr__(self) -> str:          # no password in logs
         return f"ClientSecurity({self.security_protocol.name}, sasl={self.sasl_mechanism}, user={self.username})"

@@ -78,6 +78,8 @@ from .consumer_groups import ConsumerGroupsApi
 from .control_requests import ControlRequestsApi
 from .controller_mutation_quota import ControllerMutationQuotaManager
 from .create_topics import CreateTopicsApi
+from .delegation_token_manager import DelegationTokenManager, LocalTokenStore, ZkTokenStore
+from .delegation_tokens import DelegationTokenApis
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi
 from .describe_log_dirs import DescribeLogDirsApi
@@ -135,7 +137,8 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
-                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi)
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
+                   DelegationTokenApis)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
@@ -236,6 +239,8 @@ class Broker:
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
         self.security_stores = security_stores
+        self.token_manager: DelegationTokenManager | None = None
+        self._token_expiry: asyncio.Task | None = None
         self.controller_factory = controller_factory
         self.admin_manager_factory = admin_manager_factory
         self.broker_id = config.broker_id
@@ -414,6 +419,7 @@ class Broker:
         self.share_coordinator = ShareCoordinator(cfg, self.replica_manager, self.controller)
         await asyncio.to_thread(self.share_coordinator.load)
         self.apis = KafkaApis(self._handlers())
+        self._start_token_expiry()
         await self._start_socket_server(connection_quotas)
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
 
@@ -537,6 +543,7 @@ class Broker:
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
+        self._start_token_expiry()
         handlers[0].set_supported_versions(self.apis.supported_versions())
         await self._start_socket_server(connection_quotas)
         self.registration = ZkBrokerRegistration(
@@ -585,10 +592,15 @@ class Broker:
         try:
             self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
                                                     self.security_stores.acls)
+            if self.token_manager is None:
+                zk = self.zk_client or (self._stores_zk_client() if cfg["zookeeper.connect"] else None)
+                store = ZkTokenStore(zk) if zk is not None else LocalTokenStore(self.log_dirs[0])
+                self.token_manager = DelegationTokenManager(cfg, store)
+            self.token_manager.load()
             self.listener_security = {
                 e.listener_name: listener_security(e.listener_name, e.security_protocol,
                                                    cfg.listener_config(e.listener_name),
-                                                   self.security_stores.credentials)
+                                                   self.security_stores.credentials, self.token_manager)
                 for e in cfg.listeners if e.security_protocol is not SecurityProtocol.PLAINTEXT}
         except (ConfigError, ValueError) as e:
             raise BrokerStartError(str(e)) from e
@@ -635,6 +647,7 @@ class Broker:
             ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth, self.group_configs,
                        self.client_metrics),
             ClientTelemetryApi(self.client_metrics),
+            DelegationTokenApis(self.token_manager, auth),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
             self._new_share_fetch_api(auth),
@@ -713,6 +726,11 @@ class Broker:
             self.dynamic_config = None
         if self.security_stores is not None:
             self.security_stores.close()
+        if self._token_expiry is not None:
+            self._token_expiry.cancel()
+            self._token_expiry = None
+        if self.token_manager is not None:
+            self.token_manager.close()
         if self._stores_zk is not None:
             await asyncio.to_thread(self._stores_zk.close)
             self._stores_zk = None
@@ -720,6 +738,22 @@ class Broker:
             await asyncio.to_thread(self.zk_client.close)       # our registration goes with the session
             self.zk_client = None
         self.started = False
+
+    def _start_token_expiry(self) -> None:
+        """Remove expired delegation tokens every delegation.token.expiry.check.interval.ms (Kafka's check)."""
+        manager = self.token_manager
+        if manager is None or not manager.enabled:
+            return
+        interval = self.config["delegation.token.expiry.check.interval.ms"] / 1000
+
+        async def expire_periodically():
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await asyncio.to_thread(manager.expire_tokens)
+                except Exception:
+                    log.exception("removing expired delegation tokens failed")
+        self._token_expiry = asyncio.get_running_loop().create_task(expire_periodically())
 
     # ------------------------------------------------------------ cluster membership
     def _broker_epoch(self) -> int | None:

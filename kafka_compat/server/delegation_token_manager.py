@@ -170,9 +170,9 @@ def new_token_id() -> str:
 
 class DelegationTokenManager:
     def __init__(self, config, store, clock=lambda: int(time.time() * 1000)):
-        self.secret = config["delegation.token.secret.key"] or config["delegation.token.master.key"]
-        if self.secret is not None and not isinstance(self.secret, str):
-            self.secret = self.secret.value          # a Password
+        secret = config["delegation.token.secret.key"]
+        self.secret = secret.value if secret is not None else \
+            getattr(config, "originals", {}).get("delegation.token.master.key")     # the name before Kafka 4
         self.max_lifetime_ms = config["delegation.token.max.lifetime.ms"]
         self.default_renew_ms = config["delegation.token.expiry.time.ms"]
         self.store = store

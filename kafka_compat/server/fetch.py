@@ -233,8 +233,10 @@ class FetchApi:
                         cached.must_respond(error, -1, -1, False, False)       # an error is always sent
                         if incremental:
                             answered.append((topic_key, p.partition))
+                    # Kafka's FetchResponse.partitionResponse(error): the schema's defaults, an empty (not
+                    # null) aborted-transaction list whatever the isolation level
                     pd = PartitionData(partition_index=p.partition, high_watermark=-1, last_stable_offset=-1,
-                                       log_start_offset=-1, aborted_transactions=[] if committed else None,
+                                       log_start_offset=-1, aborted_transactions=[],
                                        preferred_read_replica=-1, records=b"", error_code=error)
                 else:
                     r = results[i]

@@ -412,14 +412,18 @@ class GroupsApi:
                 continue
             error, summary = self.group_coordinator.handle_describe_group(group_id)
             if summary is None:
-                # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
+                # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6; with the
+                # operations the caller has on it, when asked
+                ops = self.auth.authorized_operations(request, GROUP, group_id) \
+                    if req.include_authorized_operations and v >= 3 else AUTHORIZED_OPS_NOT_REQUESTED
                 if v >= 6:
                     out.append(DescribeGroupsResponse.DescribedGroup(
                         error_code=E.GROUP_ID_NOT_FOUND,
                         error_message=self.group_coordinator.not_found_message(group_id),
-                        group_id=group_id, group_state="Dead"))
+                        group_id=group_id, group_state="Dead", authorized_operations=ops))
                 else:
-                    out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))
+                    out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead",
+                                                                     authorized_operations=ops))
                 continue
             ops = self.auth.authorized_operations(request, GROUP, group_id) \
                 if req.include_authorized_operations and v >= 3 and not error else AUTHORIZED_OPS_NOT_REQUESTED

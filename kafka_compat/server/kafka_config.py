@@ -317,6 +317,15 @@ BROKER_CONFIG_DEF = (
             "Smallest consumer.assignment.interval.ms a group may set.")
     .define("group.consumer.max.assignment.interval.ms", INT, 15000, at_least(0), MEDIUM,
             "Largest consumer.assignment.interval.ms a group may set.")
+    # delegation tokens (KIP-48): off until a secret is set
+    .define("delegation.token.secret.key", PASSWORD, None, None, MEDIUM,
+            "Key of the tokens' HMACs, alike on every broker (also read as delegation.token.master.key).")
+    .define("delegation.token.max.lifetime.ms", LONG, 7 * 24 * 3600 * 1000, at_least(1), MEDIUM,
+            "Longest a token may live, renewals included.")
+    .define("delegation.token.expiry.time.ms", LONG, 24 * 3600 * 1000, at_least(1), MEDIUM,
+            "How long a token lives before it must be renewed, when the request names no period.")
+    .define("delegation.token.expiry.check.interval.ms", LONG, 3600 * 1000, at_least(1), LOW,
+            "How often expired tokens are removed.")
     .define("telemetry.max.bytes", INT, 1024 * 1024, at_least(1), MEDIUM,
             "Largest client telemetry push (KIP-714) the broker accepts, compressed or not.")
     # share groups (KIP-932): the defaults and the bounds of each group's share.* configs
@@ -475,6 +484,164 @@ BROKER_CONFIG_DEF = (
             "Longest SASL session before the client must re-authenticate (0: no limit).")
     .define("authorizer.class.name", STRING, "", None, LOW,
             "Kafka's AclAuthorizer or StandardAuthorizer class name (both: our ACL authorizer); empty for none.")
+    # Kafka 4.4's other broker settings: defined with Kafka's types and defaults so that its configuration
+    # files load and DescribeConfigs lists them; each says whether it acts here
+    .define("add.partitions.to.txn.retry.backoff.ms", INT, 20, at_least(1), LOW,
+            "Back-off of a KIP-890 verification retry.")
+    .define("add.partitions.to.txn.retry.backoff.max.ms", INT, 100, at_least(1), LOW,
+            "Longest back-off of a KIP-890 verification retry.")
+    .define("client.quota.callback.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("config.providers", LIST, "", None, LOW,
+            "Kafka's ConfigProvider plugins (JVM classes): accepted for compatibility, unused here.")
+    .define("group.coordinator.threads", INT, 4, at_least(1), LOW,
+            "Kafka's group coordinator thread pool; here the event loop runs the coordinator.")
+    .define("group.coordinator.background.threads", INT, 2, at_least(1), LOW,
+            "Kafka's group coordinator background threads; unused here.")
+    .define("group.coordinator.append.linger.ms", INT, -1, at_least(-1), LOW,
+            "How long Kafka's coordinator waits to batch its writes (-1: adaptive).")
+    .define("group.coordinator.cached.buffer.max.bytes", INT, 1048588, at_least(512 * 1024), LOW,
+            "Largest write buffer Kafka's coordinator keeps for reuse.")
+    .define("kafka.metrics.polling.interval.secs", INT, 10, at_least(1), LOW,
+            "Polling interval of Kafka's Yammer metrics reporters; unused here.")
+    .define("kafka.metrics.reporters", LIST, "", None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("log.dir.failure.timeout.ms", LONG, 30000, at_least(1), LOW,
+            "How long a KRaft broker with a failed log dir may wait before shutting down.")
+    .define("max.request.partition.size.limit", INT, 2000, at_least(1), LOW,
+            "Most partitions Kafka lets one paginated request (DescribeTopicPartitions) return.")
+    .define("metric.reporters", LIST, "org.apache.kafka.common.metrics.JmxReporter", None, LOW,
+            "Kafka's metrics reporters (JVM classes); metrics are served on prometheus.listener here.")
+    .define("metrics.num.samples", INT, 2, at_least(1), LOW,
+            "Samples kept by Kafka's metrics; unused here.")
+    .define("metrics.recording.level", STRING, "INFO", ValidString("INFO", "DEBUG", "TRACE"), LOW,
+            "Recording level of Kafka's metrics; unused here.")
+    .define("metrics.sample.window.ms", LONG, 30000, at_least(1), LOW,
+            "Window of each of Kafka's metric samples; unused here.")
+    .define("queued.max.request.bytes", LONG, -1, None, LOW,
+            "Bytes of requests Kafka queues before reading no more (-1: no limit).")
+    .define("replica.socket.receive.buffer.bytes", INT, 65536, None, LOW,
+            "Socket receive buffer of follower fetch connections.")
+    .define("replication.quota.window.num", INT, 11, at_least(1), LOW,
+            "Samples kept to measure replication throttles.")
+    .define("replication.quota.window.size.seconds", INT, 1, at_least(1), LOW,
+            "Length of each replication throttle sample.")
+    .define("request.timeout.ms", INT, 30000, at_least(0), LOW,
+            "Kafka's inter-broker client request timeout.")
+    .define("sasl.client.callback.handler.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("sasl.server.callback.handler.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("sasl.login.callback.handler.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("sasl.login.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("sasl.login.connect.timeout.ms", INT, None, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.read.timeout.ms", INT, None, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.refresh.buffer.seconds", SHORT, 300, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.refresh.min.period.seconds", SHORT, 60, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.refresh.window.factor", DOUBLE, 0.8, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.refresh.window.jitter", DOUBLE, 0.05, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.retry.backoff.ms", LONG, 100, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.login.retry.backoff.max.ms", LONG, 10000, None, LOW,
+            "A SASL client login setting (JVM login modules): accepted for compatibility, unused by the broker.")
+    .define("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("sasl.kerberos.min.time.before.relogin", LONG, 60000, None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("sasl.kerberos.service.name", STRING, None, None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, None, LOW,
+            "GSSAPI (Kerberos) is not served here: accepted for compatibility, unused.")
+    .define("security.providers", STRING, None, None, LOW,
+            "A JVM TLS provider setting: accepted for compatibility; Python's ssl module has no equivalent.")
+    .define("socket.connection.setup.timeout.ms", LONG, 10000, None, LOW,
+            "First timeout of an inter-broker connection attempt.")
+    .define("socket.connection.setup.timeout.max.ms", LONG, 30000, None, LOW,
+            "Longest timeout of an inter-broker connection attempt.")
+    .define("ssl.allow.dn.changes", BOOLEAN, False, None, LOW,
+            "Whether a reconfigured keystore may change the certificate's DN (Kafka refuses by default).")
+    .define("ssl.allow.san.changes", BOOLEAN, False, None, LOW,
+            "Whether a reconfigured keystore may change the certificate's SANs.")
+    .define("ssl.engine.factory.class", CLASS, None, None, LOW,
+            "A JVM plugin class in Kafka: accepted for compatibility, unused here.")
+    .define("ssl.keymanager.algorithm", STRING, "SunX509", None, LOW,
+            "A JVM TLS provider setting: accepted for compatibility; Python's ssl module has no equivalent.")
+    .define("ssl.trustmanager.algorithm", STRING, "PKIX", None, LOW,
+            "A JVM TLS provider setting: accepted for compatibility; Python's ssl module has no equivalent.")
+    .define("ssl.provider", STRING, None, None, LOW,
+            "A JVM TLS provider setting: accepted for compatibility; Python's ssl module has no equivalent.")
+    .define("ssl.secure.random.implementation", STRING, None, None, LOW,
+            "A JVM TLS provider setting: accepted for compatibility; Python's ssl module has no equivalent.")
+    .define("sasl.oauthbearer.allow.unverified.audience", BOOLEAN, False, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.allow.unverified.issuer", BOOLEAN, False, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.algorithm", STRING, "RS256", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.aud", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.exp.seconds", INT, 300, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.iss", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.jti.include", BOOLEAN, False, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.nbf.seconds", INT, 60, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.claim.sub", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.file", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.private.key.file", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.private.key.passphrase", PASSWORD, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.assertion.template.file", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.client.credentials.client.id", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.client.credentials.client.secret", PASSWORD, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.clock.skew.seconds", INT, 30, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.expected.audience", LIST, "", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.expected.issuer", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwks.endpoint.refresh.ms", LONG, 3600000, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", LONG, 10000, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", LONG, 100, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwks.endpoint.url", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwt.retriever.class", CLASS,
+            "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.jwt.validator.class", CLASS,
+            "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.scope", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.scope.claim.name", STRING, "scope", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.sub.claim.name", STRING, "sub", None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
+    .define("sasl.oauthbearer.token.endpoint.url", STRING, None, None, LOW,
+            "OAUTHBEARER's JWKS/token-endpoint validation is not built (the unsecured JWT validator is): unused.")
     # client quotas (QuotaConfig) and the metrics endpoint
     .define("quota.window.num", INT, 11, at_least(1), LOW, "Samples kept to measure a client's rate against its quota.")
     .define("quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each quota sample.")
@@ -495,6 +662,14 @@ def broker_config_synonyms(name: str) -> list[str]:
 # Broker properties Kafka can change at runtime; every other broker property is read-only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     {s[0].name for t, s in TOPIC_CONFIG_SYNONYMS.items() if t != "message.format.version"} | {
+        # dynamic in Kafka; refused at runtime here (DynamicBrokerConfig: none of them acts)
+        "config.providers", "metric.reporters", "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules", "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor", "sasl.login.refresh.buffer.seconds",
+        "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter", "ssl.engine.factory.class", "ssl.keymanager.algorithm",
+        "ssl.provider", "ssl.secure.random.implementation", "ssl.trustmanager.algorithm",
+        "group.coordinator.cached.buffer.max.bytes",
         "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
         "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
         "message.max.bytes", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",

@@ -1,0 +1,47 @@
+"""What a broker listener advertises, held against Kafka 4.3's: every API its broker listener serves
+(our schemas are Kafka 4.3's, `listeners=broker`), at Kafka 4.3's highest version, except the four
+that exist only for KRaft's own quorum.
+
+The APIs still open are listed here with the issue that builds them; the test fails as soon as the
+advertised set moves either way, so the list is kept true (issue 35's ApiVersions criterion).
+"""
+from __future__ import annotations
+
+from kafka_compat.protocol.messages import APIS
+from kafka_compat.server.broker import advertised_api_versions
+
+KRAFT_QUORUM_ONLY = {55: "DescribeQuorum", 64: "UnregisterBroker", 80: "AddRaftVoter", 81: "RemoveRaftVoter"}
+
+# api key -> (what is missing, the issue that builds it)
+STILL_OPEN = {
+    22: ("InitProducerId v6: KIP-939 two-phase commit", 31),
+    26: ("EndTxn v5: transactions v2", 31),
+    27: ("WriteTxnMarkers v2: transactions v2", 31),
+    28: ("TxnOffsetCommit v5: transactions v2", 31),
+    66: ("ListTransactions v2: transactions v2", 31),
+    34: ("AlterReplicaLogDirs: JBOD moves", 35),
+    78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
+    79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
+    **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers
+    88: ("StreamsGroupHeartbeat", 31),
+    89: ("StreamsGroupDescribe", 31),
+}
+
+
+def broker_listener_apis() -> dict[int, int]:
+    """Kafka 4.3's broker-listener APIs with their highest version."""
+    return {k: info.max_version for k, info in APIS.items()
+            if "broker" in info.listeners and k not in KRAFT_QUORUM_ONLY}
+
+
+def test_every_broker_api_of_kafka_4_3_is_advertised_at_its_highest_version_but_the_open_ones():
+    advertised = advertised_api_versions()
+    short = {k for k, top in broker_listener_apis().items() if advertised.get(k, (0, -1))[1] != top}
+    assert short == set(STILL_OPEN), {k: (APIS[k].name, advertised.get(k)) for k in short ^ set(STILL_OPEN)}
+
+
+def test_nothing_beyond_kafka_4_3_and_no_kraft_quorum_api_is_advertised():
+    advertised = advertised_api_versions()
+    assert not set(advertised) & set(KRAFT_QUORUM_ONLY)
+    for k, (lo, hi) in advertised.items():
+        assert hi <= APIS[k].max_version, APIS[k].name
