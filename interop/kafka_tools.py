@@ -34,6 +34,7 @@ TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",

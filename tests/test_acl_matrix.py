@@ -46,6 +46,7 @@ from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsTo
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafka_compat.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -59,6 +60,7 @@ from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
 from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest
 from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafka_compat.protocol.messages.delete_records import DeleteRecordsRequest
+from kafka_compat.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.delete_topics import DeleteTopicsRequest
 from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest
 from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
@@ -68,6 +70,7 @@ from kafka_compat.protocol.messages.describe_delegation_token import DescribeDel
 from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
 from kafka_compat.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kafka_compat.protocol.messages.describe_producers import DescribeProducersRequest
+from kafka_compat.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafka_compat.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kafka_compat.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
@@ -93,6 +96,10 @@ from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
+from kafka_compat.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
+from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
@@ -398,6 +405,141 @@ async def consumer_group_describe(ctx: Ctx):
     await ctx.grant(DESCRIBE, other, GROUP)
     _, theirs = (await ctx.call(69, 0, body)).groups
     assert theirs.error_code == E.GROUP_ID_NOT_FOUND
+
+
+@case(76)
+async def share_group_heartbeat(ctx: Ctx):
+    """READ on the group, then DESCRIBE on every subscribed topic (as ConsumerGroupHeartbeat)."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    join = ShareGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0, subscribed_topic_names=[topic])
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.assignment) == (E.GROUP_AUTHORIZATION_FAILED, None)
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.assignment) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    assert await ctx.group_state(group) == "Dead"                   # no group was made
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    r = await ctx.call(76, 1, join)
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    assert [list(tp.partitions) for tp in r.assignment.topic_partitions] == [[0]]
+
+
+async def _share_member_joined(ctx: Ctx) -> tuple[str, str, str]:
+    """(group, topic, another group): member m1 has joined the share group, READ and DESCRIBE granted."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    await ctx.grant(READ, group, GROUP)
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    joined = await ctx.call(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0,
+                                                              subscribed_topic_names=[topic]))
+    assert joined.error_code == 0
+    return group, topic, f"{ctx.name}-other"
+
+
+@case(77)
+async def share_group_describe(ctx: Ctx):
+    group, topic, other = await _share_member_joined(ctx)
+    body = ShareGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=True)
+    mine, theirs = (await ctx.call(77, 1, body)).groups
+    assert (mine.error_code, mine.group_state, [m.member_id for m in mine.members]) == (0, "Stable", ["m1"])
+    assert mine.authorized_operations == bits(READ, DESCRIBE)
+    assert (theirs.error_code, theirs.members) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, other, GROUP)
+    _, theirs = (await ctx.call(77, 1, body)).groups
+    assert theirs.error_code == E.GROUP_ID_NOT_FOUND
+
+
+@case(90)
+async def describe_share_group_offsets(ctx: Ctx):
+    """DESCRIBE on the group, then DESCRIBE on each topic named."""
+    group, topic, other = await _share_member_joined(ctx)
+    R = DescribeShareGroupOffsetsRequest
+    body = R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=[
+        R.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])]) for g in (group, other)])
+    mine, theirs = (await ctx.call(90, 1, body)).groups
+    assert mine.error_code == 0 and theirs.error_code == E.GROUP_AUTHORIZATION_FAILED
+    part = mine.topics[0].partitions[0]
+    assert (part.error_code, part.start_offset) == (0, -1), "no share state yet"
+
+
+@case(91)
+async def alter_share_group_offsets(ctx: Ctx):
+    """READ on the group, then READ on each topic; the group is made, empty, if it does not exist."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    R = AlterShareGroupOffsetsRequest
+    body = R(group_id=group, topics=[R.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+        R.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+    assert (await ctx.call(91, 0, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(91, 0, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.TOPIC_AUTHORIZATION_FAILED)
+    await ctx.grant(READ, topic)
+    r = await ctx.call(91, 0, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, 0)
+
+
+@case(92)
+async def delete_share_group_offsets(ctx: Ctx):
+    """DELETE on the group, then READ on each topic."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    await ctx.grant(READ, group, GROUP)
+    await ctx.grant(READ, topic)
+    A = AlterShareGroupOffsetsRequest
+    made = await ctx.call(91, 0, A(group_id=group, topics=[A.AlterShareGroupOffsetsRequestTopic(
+        topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]))
+    assert made.error_code == 0
+    R = DeleteShareGroupOffsetsRequest
+    body = R(group_id=group, topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)])
+    assert (await ctx.call(92, 0, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(DELETE, group, GROUP)
+    r = await ctx.call(92, 0, body)
+    assert (r.error_code, r.responses[0].error_code) == (0, 0)
+
+
+async def _topic_id(ctx: Ctx, topic: str) -> bytes:
+    return (await ctx.admin.call(3, 12, topic_metadata(topic))).topics[0].topic_id
+
+
+def _share_fetch(group: str, topic_id: bytes, epoch: int = 0) -> ShareFetchRequest:
+    return ShareFetchRequest(group_id=group, member_id="m1", share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+                             max_bytes=1 << 20, max_records=10, batch_size=10, topics=[ShareFetchRequest.FetchTopic(
+                                 topic_id=topic_id, partitions=[ShareFetchRequest.FetchPartition(partition_index=0)])],
+                             forgotten_topics_data=[])
+
+
+@case(78)
+async def share_fetch(ctx: Ctx):
+    """READ on the group (else the whole request fails), then READ on each topic."""
+    group, topic = f"{ctx.name}-group", await ctx.topic(records=2)
+    topic_id = await _topic_id(ctx, topic)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    assert (r.error_code, r.responses) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    part = r.responses[0].partitions[0]
+    assert (r.error_code, part.error_code, part.acquired_records) == (0, E.TOPIC_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, topic)
+    r = await ctx.call(78, 1, _share_fetch(group, topic_id))
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, 0)
+
+
+@case(79)
+async def share_acknowledge(ctx: Ctx):
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    topic_id = await _topic_id(ctx, topic)
+    body = ShareAcknowledgeRequest(group_id=group, member_id="m1", share_session_epoch=1, topics=[
+        ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
+            ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])])])])
+    r = await ctx.call(79, 1, body)
+    assert (r.error_code, r.responses) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(READ, group, GROUP)
+    assert (await ctx.call(78, 1, _share_fetch(group, topic_id))).error_code == 0     # opens the share session
+    r = await ctx.call(79, 1, body)
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.TOPIC_AUTHORIZATION_FAILED)
+    await ctx.grant(READ, topic)
+    body.share_session_epoch = 2
+    r = await ctx.call(79, 1, body)         # allowed now; nothing was ever fetched, so no share partition
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 @case(15)

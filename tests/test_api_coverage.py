@@ -20,7 +20,9 @@ STILL_OPEN = {
     28: ("TxnOffsetCommit v5: transactions v2", 31),
     66: ("ListTransactions v2: transactions v2", 31),
     34: ("AlterReplicaLogDirs: JBOD moves", 35),
-    **{k: (APIS[k].name, 34) for k in (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)},
+    78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
+    79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
+    **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers
     88: ("StreamsGroupHeartbeat", 31),
     89: ("StreamsGroupDescribe", 31),
 }

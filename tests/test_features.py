@@ -11,6 +11,8 @@ from wire import WireClient
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
+from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest as U
 from kafka_compat.server import features as ft
 from kafka_compat.testing import EmbeddedBroker
@@ -47,12 +49,13 @@ def test_api_versions_carries_the_features(broker):
     v4 = api_versions(c, 4)
     assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
         "metadata.version": (7, 30), "transaction.version": (0, 1), "group.version": (0, 1),
-        "share.version": (0, 0), "streams.version": (0, 0)}
+        "share.version": (0, 1), "streams.version": (0, 0)}
     # a new node finalizes the defaults: Kafka 4's, capped at what is built; nothing at 0 is listed
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1,
+                                "share.version": 1})
     v3 = api_versions(c, 3)        # below v4 no feature whose minimum is 0 (KAFKA-17492)
     assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 30)]
-    assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 3
+    assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 4
     assert 57 in {k.api_key for k in v4.api_keys}
     c.close()
 
@@ -63,10 +66,10 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 0, ft.SAFE_DOWNGRADE), validate_only=True)
     assert (r.error_code, r.error_message, [(x.feature, x.error_code) for x in r.results]) == \
         (0, None, [("group.version", 0)])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
     # a safe downgrade to 0 turns the consumer protocol off, as Kafka 4 does: still advertised, refused
     assert update(c, ("group.version", 0, ft.SAFE_DOWNGRADE)).error_code == 0
-    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1})
+    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1, "share.version": 1})
     assert {68, 69} <= {k.api_key for k in api_versions(c).api_keys}
     hb = c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
                                                      rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
@@ -78,17 +81,34 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 1, ft.UPGRADE), version=2)
     assert (r.error_code, r.results) == (0, [])
     assert update(c, ("group.version", 1, ft.UPGRADE)).error_code == 0
-    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 1, "group.version": 1})
+    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
     assert c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=0,
                                                        rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
                                                        topic_partitions=[])).error_code == 0
     # an unsafe downgrade of transaction.version, and v0's AllowDowngrade (a safe downgrade) back and forth
     assert update(c, ("transaction.version", 0, ft.UNSAFE_DOWNGRADE)).error_code == 0
     assert update(c, ("group.version", 0, True), version=0).error_code == 0
-    assert finalized(c) == (5, {"metadata.version": 30})
+    assert finalized(c) == (5, {"metadata.version": 30, "share.version": 1})
     r = update(c, ("group.version", 1, False), ("transaction.version", 1, False), version=0)
     assert (r.error_code, [x.feature for x in r.results]) == (0, ["group.version", "transaction.version"])
-    assert finalized(c) == (6, {"metadata.version": 30, "transaction.version": 1, "group.version": 1})
+    assert finalized(c) == (6, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
+    c.close()
+
+
+def test_share_version_0_turns_share_groups_off(broker):
+    """As Kafka 4.4's KafkaApis: at share.version 0 the share group APIs stay advertised and answer
+    UNSUPPORTED_VERSION (the client's "does not support the share group protocol"); at 1 they work."""
+    c = WireClient("127.0.0.1", broker.port)
+    join = ShareGroupHeartbeatRequest(group_id="sg", member_id="m", member_epoch=0, subscribed_topic_names=["t"])
+    fetch = ShareFetchRequest(group_id="sg", member_id="m", share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                              max_bytes=1024, max_records=10, batch_size=10, topics=[], forgotten_topics_data=[])
+    assert c.call(76, 1, join).error_code == 0
+    assert update(c, ("share.version", 0, ft.SAFE_DOWNGRADE)).error_code == 0
+    assert {76, 77, 78, 79, 90} <= {k.api_key for k in api_versions(c).api_keys}
+    assert c.call(76, 1, join).error_code == UNSUPPORTED_VERSION
+    assert c.call(78, 1, fetch).error_code == UNSUPPORTED_VERSION
+    assert update(c, ("share.version", 1, ft.UPGRADE)).error_code == 0
+    assert c.call(78, 1, fetch).error_code == 0
     c.close()
 
 
@@ -100,8 +120,8 @@ def test_upgrade_downgrade_and_validate_only(broker):
      "Invalid update version 2 for feature group.version. Local controller 0 only supports versions 0-1"),
     ([("transaction.version", 2, ft.UPGRADE)],     # transactions v2 is not built yet
      "Invalid update version 2 for feature transaction.version. Local controller 0 only supports versions 0-1"),
-    ([("share.version", 1, ft.UPGRADE)],
-     "Invalid update version 1 for feature share.version. Local controller 0 does not support this feature."),
+    ([("share.version", 2, ft.UPGRADE)],
+     "Invalid update version 2 for feature share.version. Local controller 0 only supports versions 0-1"),
     ([("no.such.version", 1, ft.UPGRADE)],
      "Invalid update version 1 for feature no.such.version. Local controller 0 does not support this feature."),
     ([("no.such.version", 0, ft.SAFE_DOWNGRADE)],
@@ -129,7 +149,7 @@ def test_refused_updates(broker, updates, message):
     for validate_only in (True, False):
         r = update(c, *updates, validate_only=validate_only)
         assert (r.error_code, r.error_message, r.results) == (INVALID_UPDATE_VERSION, FAILED + message, [])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
     c.close()
 
 
@@ -139,12 +159,13 @@ def test_finalized_levels_survive_a_restart(broker):
     c.close()
     with open(os.path.join(broker.log_dir, ft.FEATURES_FILE)) as f:    # the /feature znode's JSON, and the epoch
         assert json.load(f) == {"version": 2, "status": 1, "epoch": 1, "features": {
-            "metadata.version": {"max_version_level": 30}, "transaction.version": {"max_version_level": 1}}}
+            "metadata.version": {"max_version_level": 30}, "share.version": {"max_version_level": 1},
+            "transaction.version": {"max_version_level": 1}}}
     for stop in (broker.kill, broker.stop):
         stop()
         broker.start()
         c = WireClient("127.0.0.1", broker.port)
-        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1})
+        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1, "share.version": 1})
         c.close()
 
 

@@ -33,6 +33,8 @@ from .group_config import GroupConfigManager
 from .group_metadata_manager import GroupMetadataManager, classic_group_from_value
 from .modern.consumer_group import ConsumerGroup
 from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResult
+from .modern.share.share_group import ShareGroup
+from .modern.share.share_group_protocol import ShareGroupProtocol
 from .offset_metadata_manager import OffsetMetadataManager
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,9 @@ class GroupCoordinator:
         self.classic = ClassicGroupProtocol(config, broker_id, self.groups, self.validate_group_status)
         self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock,
                                               self.group_configs)
+        self.share = ShareGroupProtocol(config, self.groups, metadata_cache, clock, self.group_configs)
+        # called with a share group's id once DeleteGroups removed it (its share partitions' state goes too)
+        self.share_group_deleted: list = []
         self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
         self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False
@@ -98,6 +103,7 @@ class GroupCoordinator:
             self._unload(group)
         self.groups.groups.clear()
         self.consumer.shutdown()
+        self.share.shutdown()
         self.classic.shutdown()
 
     async def wait_loaded(self) -> None:
@@ -211,6 +217,46 @@ class GroupCoordinator:
             return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
         return E.NONE, None, group
 
+    # ------------------------------------------------------------ share groups (KIP-932)
+    def handle_share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id,
+                                     subscribed_topic_names, client_id: str, client_host: str
+                                     ) -> HeartbeatResult:
+        error = self.validate_group_status(group_id, "ShareGroupHeartbeat")
+        if error is not None and error != E.INVALID_GROUP_ID:
+            return HeartbeatResult(error, None)
+        return self.share.heartbeat(group_id or "", member_id, member_epoch, rack_id, subscribed_topic_names,
+                                    client_id, client_host)
+
+    def handle_share_group_describe(self, group_id: str) -> tuple[int, str | None, ShareGroup | None]:
+        """(error, message, group)."""
+        error = self.validate_group_status(group_id, "ShareGroupDescribe")
+        if error is not None:
+            return error, None, None
+        group = self.groups.get_group(group_id)
+        if group is None or group.is_dead:
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+        if not isinstance(group, ShareGroup):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
+        return E.NONE, None, group
+
+    def share_group_for_offsets(self, group_id: str, create: bool) -> tuple[int, str | None]:
+        """(error, message) for changing a share group's offsets (Alter/DeleteShareGroupOffsets): only an empty
+        share group's may change; with ``create`` a group that does not exist yet is made, empty."""
+        error = self.validate_group_status(group_id, "AlterShareGroupOffsets")
+        if error is not None:
+            return error, None
+        group = self.groups.get_group(group_id)
+        if group is None or group.is_dead:
+            if not create:
+                return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            self.groups.put(ShareGroup(group_id))
+            return E.NONE, None
+        if not isinstance(group, ShareGroup):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        if not group.is_empty:
+            return E.NON_EMPTY_GROUP, "The group is not empty."
+        return E.NONE, None
+
     def assignor_name(self, group: ConsumerGroup) -> str:
         return self.consumer.preferred_assignor(group)
 
@@ -300,7 +346,7 @@ class GroupCoordinator:
 
     def not_found_message(self, group_id: str) -> str:
         """Why DescribeGroups (v6+) finds no classic group of this id, in Kafka's words."""
-        if self.groups.consumer_group(group_id) is not None:
+        if isinstance(self.groups.get_group(group_id), (ConsumerGroup, ShareGroup)):
             return f"Group {group_id} is not a classic group."
         return f"Group {group_id} not found."
 
@@ -326,6 +372,9 @@ class GroupCoordinator:
             if records and self.runtime.topic_exists():
                 self.runtime.append(group_id, records, lambda error: None)
             log.info("deleted group %s (%d offsets)", group_id, removed)
+            if isinstance(group, ShareGroup):
+                for listener in self.share_group_deleted:
+                    listener(group_id)
             errors[group_id] = E.NONE
         return errors
 
@@ -384,6 +433,8 @@ class GroupCoordinator:
     def _unload(self, group) -> None:
         if isinstance(group, ConsumerGroup):
             self.consumer.on_group_unloaded(group)
+        elif isinstance(group, ShareGroup):
+            self.share.on_group_unloaded(group)
         else:
             self.classic.on_group_unloaded(group)
 

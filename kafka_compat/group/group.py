@@ -18,6 +18,7 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 class GroupType(enum.Enum):
     CLASSIC = "classic"
     CONSUMER = "consumer"
+    SHARE = "share"
 
     def __str__(self) -> str:
         return self.value

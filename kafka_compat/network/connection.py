@@ -180,6 +180,11 @@ class Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc):
         self.closed = True
         self.server.connections.discard(self)
+        for listener in getattr(self.server, "disconnect_listeners", ()):
+            try:
+                listener(self)
+            except Exception:
+                log.exception("a disconnect listener failed")
         if self.counted:
             self.counted = False
             self.server.connection_quotas.release(self.peer_ip, self.listener)

@@ -33,9 +33,11 @@ class SocketServer:
                  security: Mapping | None = None, failed_authentication_delay_ms: int = 100,
                  request_done: Callable | None = None,
                  connection_quotas: ConnectionQuotas | None = None, inter_broker_listener: str | None = None,
-                 max_waiting: int | None = None):
+                 max_waiting: int | None = None, disconnect_listeners: tuple = ()):
         """``request_done(request, connection)``, if given, runs after each answer is written and returns
-        the seconds to mute that connection for (KIP-219 throttling; 0 for none)."""
+        the seconds to mute that connection for (KIP-219 throttling; 0 for none). Each of
+        ``disconnect_listeners`` is called with a client connection once it is gone (Kafka's
+        ConnectionDisconnectListener)."""
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
         self.handle = handle
         self.request_done = request_done
@@ -50,6 +52,7 @@ class SocketServer:
         # a TLS client that never finishes its handshake is idle: Kafka's idle timeout closes it
         self.ssl_handshake_timeout = connections_max_idle_ms / 1000 if connections_max_idle_ms else 60.0
         self.connections: set[Connection] = set()
+        self.disconnect_listeners = tuple(disconnect_listeners)
         self.connection_quotas = connection_quotas or ConnectionQuotas()
         self.inter_broker_listener = inter_broker_listener
         self._in_turn: dict[str, deque[Connection]] = {}    # per listener: new connections waiting to be taken

@@ -90,7 +90,7 @@ from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
-from .features import SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
+from .features import SHARE_VERSION, SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
 from .fetch import FetchApi
 from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
@@ -112,6 +112,11 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
+from .share.share_coordinator import ShareCoordinator
+from .share.share_partition_manager import SharePartitionManager
+from .share.share_session_cache import ShareSessionCache
+from .share_fetch import ShareFetchApi
+from .share_groups import ShareGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
@@ -130,7 +135,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, ShareGroupsApi, ShareFetchApi, CreateTopicsApi,
+                   DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
                    SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
@@ -224,6 +230,10 @@ class Broker:
         self.dynamic_config: DynamicConfigManager | None = None
         self.connection_quotas: ConnectionQuotas | None = None
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
+        self.share_partition_manager: SharePartitionManager | None = None
+        self.share_coordinator: ShareCoordinator | None = None
+        self._share_fetch_api: ShareFetchApi | None = None
         self.features = FeatureCache()          # the finalized feature levels (KIP-584) this broker acts on
         self.feature_manager: LocalFeatureManager | ZkFeatureManager | None = None
         self.request_channel: RequestChannel | None = None
@@ -361,7 +371,8 @@ class Broker:
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
             failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
-            connection_quotas=connection_quotas, inter_broker_listener=cfg.inter_broker_listener_name)
+            connection_quotas=connection_quotas, inter_broker_listener=cfg.inter_broker_listener_name,
+            disconnect_listeners=[self._share_fetch_api.on_disconnect] if self._share_fetch_api else [])
 
     async def _start_socket_server(self, connection_quotas: ConnectionQuotas) -> None:
         self.socket_server = self._new_socket_server(connection_quotas)
@@ -405,6 +416,9 @@ class Broker:
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
         await self._start_transactions(elect_locally=True)
+        # a single node keeps share partitions' state in __share_group_state, read back once here
+        self.share_coordinator = ShareCoordinator(cfg, self.replica_manager, self.controller)
+        await asyncio.to_thread(self.share_coordinator.load)
         self.apis = KafkaApis(self._handlers())
         self._start_token_expiry()
         await self._start_socket_server(connection_quotas)
@@ -637,6 +651,8 @@ class Broker:
             DelegationTokenApis(self.token_manager, auth),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
+            self._new_share_fetch_api(auth),
+            ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager, self._share_groups_on),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
@@ -646,6 +662,23 @@ class Broker:
         ]
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
+
+    def _share_groups_on(self) -> bool:
+        """Share groups are served while share.version is at least 1 (Kafka's ShareVersion.supportsShareGroups);
+        at 0 their APIs stay advertised and answer UNSUPPORTED_VERSION, as Kafka 4.4's KafkaApis does."""
+        return self.features.finalized_level(SHARE_VERSION) >= 1
+
+    def _new_share_fetch_api(self, auth: AuthHelper) -> ShareFetchApi:
+        if self.share_partition_manager is None:
+            self.share_partition_manager = SharePartitionManager(
+                self.replica_manager, self.group_coordinator.group_configs.group_config,
+                persister=self.share_coordinator)
+            self.group_coordinator.share_group_deleted.append(self.share_partition_manager.on_group_deleted)
+            if hasattr(self.controller, "on_topic_deleted"):        # a single node's own topic deletion
+                self.controller.on_topic_deleted.append(self.share_partition_manager.on_topic_deleted)
+        self._share_fetch_api = ShareFetchApi(self.share_partition_manager, self.share_sessions, self.metadata_cache,
+                                              self.broker_id, auth, self._share_groups_on)
+        return self._share_fetch_api
 
     def _metadata_listeners(self) -> list:
         hook = getattr(self.controller, "try_complete_delayed_topic_operations", None)
@@ -674,6 +707,8 @@ class Broker:
             await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_partition_manager is not None:
+            self.share_partition_manager.shutdown()
         if self.controller is not None and not self.cluster_mode:
             self.controller.shutdown()               # the LocalController's chunks stop
         if self.replica_manager is not None:

@@ -20,6 +20,16 @@ E = ErrorCode
 MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
+def described_assignment(metadata_cache, response_cls, assignment: dict):
+    """A member's {topic id: partitions} as a describe response's Assignment, with the topics' names."""
+    out = []
+    for topic_id, partitions in sorted(assignment.items()):
+        topic = metadata_cache.topic_by_id(topic_id)
+        out.append(response_cls.TopicPartitions(topic_id=topic_id, topic_name=topic.name if topic is not None else "",
+                                                partitions=sorted(partitions)))
+    return response_cls.Assignment(topic_partitions=out)
+
+
 class ConsumerGroupsApi:
     def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER,
                  features: FeatureCache | None = None):
@@ -71,12 +81,7 @@ class ConsumerGroupsApi:
             heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
 
     def _assignment(self, assignment: dict) -> ConsumerGroupDescribeResponse.Assignment:
-        out = []
-        for topic_id, partitions in sorted(assignment.items()):
-            topic = self.metadata_cache.topic_by_id(topic_id)
-            out.append(ConsumerGroupDescribeResponse.TopicPartitions(
-                topic_id=topic_id, topic_name=topic.name if topic is not None else "", partitions=sorted(partitions)))
-        return ConsumerGroupDescribeResponse.Assignment(topic_partitions=out)
+        return described_assignment(self.metadata_cache, ConsumerGroupDescribeResponse, assignment)
 
     @handles(69)
     def handle_consumer_group_describe(self, request):

@@ -9,14 +9,15 @@ only up to what kafka-compat builds:
 | `metadata.version`    | 7–30      | 30 (4.3-IV0)              | 7–33 (33)                    |
 | `transaction.version` | 0–1       | 1                         | 0–2 (2)                      |
 | `group.version`       | 0–1       | 1                         | 0–1 (1)                      |
-| `share.version`       | 0–0       | 0                         | 0–2 (2)                      |
+| `share.version`       | 0–1       | 1                         | 0–2 (2)                      |
 | `streams.version`     | 0–0       | 0                         | 0–1 (1)                      |
 
 `kraft.version` and `eligible.leader.replicas.version` are KRaft's own and are not advertised.
 
 Finalized levels are Kafka's FinalizedFeatureCache: `FeatureCache.finalized_level(name)` is what the
-protocols gate on (group.version 0 turns ConsumerGroupHeartbeat/Describe off; transactions v2, share and
-Streams groups will ask for theirs). A level of 0 means off and is not listed, as Kafka lists none at 0.
+protocols gate on (group.version 0 turns ConsumerGroupHeartbeat/Describe off, share.version 0 the share
+group APIs; transactions v2 and Streams groups will ask for theirs). A level of 0 means off and is not
+listed, as Kafka lists none at 0.
 Where they are kept: in a cluster the `/feature` znode (Kafka's ZooKeeper-mode JSON, version 2, the epoch
 being the znode's version); on a single node `finalized-features.json` in the first log dir, the same JSON
 with the epoch beside it. `validate_update` is Kafka's FeatureControlManager.updateFeatures, so the
@@ -67,7 +68,7 @@ SUPPORTED: dict[str, VersionRange] = {
     METADATA_VERSION: VersionRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
     TRANSACTION_VERSION: VersionRange(0, 1),     # 2 is KIP-890 part 2, not built yet
     GROUP_VERSION: VersionRange(0, 1),           # 1: KIP-848 consumer groups
-    SHARE_VERSION: VersionRange(0, 0),           # share groups (KIP-932) are not built yet
+    SHARE_VERSION: VersionRange(0, 1),           # 1: share groups (KIP-932); 2 is KIP-1222's ShareFetch v2
     STREAMS_VERSION: VersionRange(0, 0),         # Streams groups (KIP-1071) are not built yet
 }
 
@@ -77,7 +78,7 @@ DEFAULTS: dict[str, int] = {
     METADATA_VERSION: LATEST_METADATA_VERSION,
     TRANSACTION_VERSION: 1,
     GROUP_VERSION: 1,
-    SHARE_VERSION: 0,
+    SHARE_VERSION: 1,
     STREAMS_VERSION: 0,
 }
 

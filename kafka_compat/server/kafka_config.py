@@ -406,6 +406,15 @@ BROKER_CONFIG_DEF = (
     .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
             "Replication factor of __consumer_offsets.")
     .define("offsets.topic.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __consumer_offsets.")
+    # the share coordinator's `__share_group_state` (Kafka's ShareCoordinatorConfig)
+    .define("share.coordinator.state.topic.num.partitions", INT, 50, at_least(1), HIGH,
+            "Partitions of __share_group_state.")
+    .define("share.coordinator.state.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
+            "Replication factor of __share_group_state.")
+    .define("share.coordinator.state.topic.min.isr", SHORT, 2, at_least(1), HIGH,
+            "min.insync.replicas of __share_group_state.")
+    .define("share.coordinator.state.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
+            "Segment size of __share_group_state.")
     .define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
             "Segment size of __consumer_offsets.")
     .define("offsets.topic.compression.codec", INT, 0, None, HIGH, "Codec id for offset commits (0 = none).")
@@ -857,12 +866,14 @@ class BrokerConfig(DictView):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
                                   f"must not exceed {name}")
-        for what in ("session.timeout", "heartbeat.interval"):
-            lo, value, hi = (self[f"group.consumer.{m}{what}.ms"] for m in ("min.", "", "max."))
+        for kind, what in (("consumer", "session.timeout"), ("consumer", "heartbeat.interval"),
+                           ("share", "session.timeout"), ("share", "heartbeat.interval"),
+                           ("share", "record.lock.duration")):
+            lo, value, hi = (self[f"group.{kind}.{m}{what}.ms"] for m in ("min.", "", "max."))
             if not lo <= value <= hi:
-                raise ConfigError(f"group.consumer.{what}.ms", value,
-                                  f"must be between group.consumer.min.{what}.ms ({lo}) and "
-                                  f"group.consumer.max.{what}.ms ({hi})")
+                raise ConfigError(f"group.{kind}.{what}.ms", value,
+                                  f"must be between group.{kind}.min.{what}.ms ({lo}) and "
+                                  f"group.{kind}.max.{what}.ms ({hi})")
         protocol_map = self.listener_security_protocol_map
         listeners = parse_listeners("listeners", self["listeners"], protocol_map)
         if self["advertised.listeners"] is not None:

@@ -31,7 +31,7 @@ from ..assignor import assignors_from_config
 from ..classic.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from ..classic.classic_group_member import ClassicGroupMember
 from ..coordinator_records import group_metadata_key, group_metadata_value
-from ..group import CONSUMER_PROTOCOL_TYPE
+from ..group import CONSUMER_PROTOCOL_TYPE, GroupType
 from ..group_metadata_manager import STORE_GROUP_ERRORS, classic_group_to_value
 from ..timer import Timer
 from .consumer_group import ConsumerGroup, TopicMetadata
@@ -344,6 +344,8 @@ class ConsumerGroupProtocol:
             group = ConsumerGroup(group_id)
             self.groups.put(group)
             return group
+        if group.type == GroupType.SHARE:
+            _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if create and group.is_empty:
             # An empty classic group is simply replaced (its offsets stay).
             records.extend(self.groups.tombstones(group))
