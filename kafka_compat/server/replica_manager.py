@@ -237,6 +237,13 @@ class ReplicaManager:
                 return partition.topic
         return None
 
+    def get_partition_or_error(self, topic: str, index: int) -> tuple[Partition | None, int]:
+        """The hosted partition, or UNKNOWN_TOPIC_OR_PARTITION (share fetches ask this way)."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return partition, ErrorCode.NONE
+
     def _new_partition(self, topic: str, index: int, topic_id: bytes) -> Partition:
         """Host a partition: its log is created (or found, after a restart) and its high watermark
         starts from the checkpoint. A log that cannot be made (no descriptors, no disk) raises
