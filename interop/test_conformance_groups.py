@@ -227,7 +227,7 @@ def test_transaction_errors(pair):
         ids[side] = (r.producer_id, r.producer_epoch)
     pair.call(INIT_PRODUCER_ID, 4, init_producer_id.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=10_000_000, producer_id=-1, producer_epoch=-1), "timeout too big")
-    for v in pair.versions(END_TXN, hi=4):
+    for v in pair.versions(END_TXN):        # v5: transactions v2's epoch rules
         pair.call(END_TXN, v, lambda side: end_txn.EndTxnRequest(
             transactional_id=tid, producer_id=ids[side][0], producer_epoch=ids[side][1] + 1, committed=True),
             "end, no transaction")
@@ -249,7 +249,7 @@ def test_transaction_errors(pair):
             transactional_id=tid, producer_id=ids[side][0], producer_epoch=ids[side][1] + 3, group_id="conf-txn-g"),
             "fenced epoch")
     T = txn_offset_commit.TxnOffsetCommitRequest
-    for v in pair.versions(TXN_OFFSET_COMMIT, hi=4):
+    for v in pair.versions(TXN_OFFSET_COMMIT, hi=4):     # v5 adds the group itself (test_transactions_v2)
         pair.call(TXN_OFFSET_COMMIT, v, lambda side: T(
             transactional_id=tid, group_id="conf-txn-g", producer_id=ids[side][0], producer_epoch=ids[side][1],
             generation_id=-1, member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
