@@ -194,8 +194,10 @@ def test_java4_at_transaction_version_2_bumps_the_epoch_per_transaction_and_adds
     # client versions only: brokers ask each other with v4 (verify) and v5 (add) in a cluster
     assert delta(before, after, "AddPartitionsToTxn", range(0, 4)) == 0
     assert delta(before, after, "AddOffsetsToTxn") == 0
-    assert delta(before, after, "EndTxn", [5]) == transactions
-    assert delta(before, after, "TxnOffsetCommit", [5]) == transactions
+    # every transaction ends with v5 (a retried request counts again) and commits its offsets with v5
+    assert delta(before, after, "EndTxn", range(0, 5)) == 0 and delta(before, after, "EndTxn", [5]) >= transactions
+    assert delta(before, after, "TxnOffsetCommit", range(0, 5)) == 0
+    assert delta(before, after, "TxnOffsetCommit", [5]) >= transactions
     described = node.describe_transaction(txn_id)
     assert (described.transaction_state, described.producer_epoch) == ("CompleteCommit", transactions)
     epochs = node.producer_epochs(topics["output"], described.producer_id)
@@ -210,9 +212,9 @@ def test_java4_at_transaction_version_1_keeps_the_epoch_and_adds_partitions_itse
         result, topics = run_copier(node, java4_copier, txn_id)
         after = node.requests()
         assert delta(before, after, "AddPartitionsToTxn", range(0, 4)) > 0
-        assert delta(before, after, "AddOffsetsToTxn") == result["transactions"]
+        assert delta(before, after, "AddOffsetsToTxn") >= result["transactions"]      # retries count again
         assert delta(before, after, "EndTxn", [5]) == 0
-        assert delta(before, after, "EndTxn", range(0, 5)) == result["transactions"]
+        assert delta(before, after, "EndTxn", range(0, 5)) >= result["transactions"]
         described = node.describe_transaction(txn_id)
         assert (described.transaction_state, described.producer_epoch) == ("CompleteCommit", 0)
         assert set(node.producer_epochs(topics["output"], described.producer_id)) == {0}
