@@ -232,3 +232,47 @@ def test_changing_transaction_version_leaves_running_transactions_under_their_ru
     assert out["records"][0] == 1
     lso_0, hw_0, lso_1, hw_1 = out["lso"]
     assert lso_0 == hw_0 and lso_1 == hw_1 == 3        # every transaction decided and marked
+
+
+def test_the_implicit_add_needs_no_verification_and_a_restart_keeps_the_bumped_epoch(tmp_path):
+    """transaction.partition.verification.enable=false turns off part 1's check of v1 writes, not part 2's add;
+    the v2 state (epoch, client version) comes back from `__transaction_state` after a restart."""
+    off = {"transaction_partition_verification_enable": "false"}
+
+    async def first():
+        async with running(tmp_path, **off) as b:
+            b.controller.create_topic("t", 1, 1, {})
+            c = await connect(b)
+            t = Txn(c, "durable")
+            await t.init()
+            produced = await t.produce("t", 0, 2, version=PRODUCE_V2)
+            added = topics_of(await t.describe())
+            committed = await end_v5(t, True)
+            await until_settled(t, "CompleteCommit")
+            await c.close()
+            return t.pid, t.epoch, produced, added, committed
+
+    async def second(pid, epoch):
+        async with running(tmp_path, **off) as b:
+            c = await connect(b)
+            t = Txn(c, "durable")
+            t.pid, t.epoch = pid, epoch
+            described = await t.describe()
+            retry = await end_v5(t, True, epoch=epoch - 1)      # the lost answer of the commit, after a restart
+            produced = await t.produce("t", 0, 1, version=PRODUCE_V2)
+            aborted = await end_v5(t, False)
+            await until_settled(t, "CompleteAbort")
+            lso = (await latest(c, "t", 0, 1), await latest(c, "t", 0, 0))
+            await c.close()
+            return described, retry, produced, aborted, lso
+
+    pid, epoch, produced, added, committed = asyncio.run(first())
+    assert produced == E.NONE and added == {"t": [0]}
+    assert committed.error_code == E.NONE and epoch == committed.producer_epoch
+    described, retry, produced, aborted, lso = asyncio.run(second(pid, epoch))
+    assert (described.transaction_state, described.producer_id, described.producer_epoch) == \
+        ("CompleteCommit", pid, epoch)
+    assert (retry.error_code, retry.producer_epoch) == (E.NONE, epoch)
+    assert produced == E.NONE
+    assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, epoch + 1)
+    assert lso == (5, 5)        # two records, COMMIT, one record, ABORT
