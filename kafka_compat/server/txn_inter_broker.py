@@ -36,11 +36,13 @@ from ..transaction import TRANSACTION_STATE_TOPIC_NAME, TxnMarker
 log = logging.getLogger(__name__)
 E = ErrorCode
 
-WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION = 27, 2
+# v2 only for transactions v2's markers: transaction.version 2 can be finalized only once every broker
+# supports it, so a broker not upgraded yet (WriteTxnMarkers v0-1) is never sent v2
+WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, WRITE_TXN_MARKERS_V2 = 27, 1, 2
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, ADD_VERSION = 24, 4, 5
 
 # Kafka's add.partitions.to.txn.retry.backoff.ms and .max.ms defaults
-ADD_RETRY_BACKOFF_S, ADD_RETRY_MAX_S = 0.02, 0.5
+ADD_RETRY_BACKOFF_S, ADD_RETRY_MAX_S = 0.02, 0.1
 
 Send = Callable[[int, int, int, object], Awaitable[object]]
 
@@ -64,7 +66,9 @@ class TxnMarkerSender:
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in _by_topic(m.partitions).items()]) for m in markers])
         try:
-            response = await self.send(broker_id, WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, request)
+            version = WRITE_TXN_MARKERS_V2 if any(m.transaction_version >= 2 for m in markers) \
+                else WRITE_TXN_MARKERS_VERSION
+            response = await self.send(broker_id, WRITE_TXN_MARKERS, version, request)
         except Exception as e:       # down, disconnected, timed out, unreadable: all retried
             log.info("WriteTxnMarkers to broker %d failed: %s", broker_id, e or type(e).__name__)
             return [{tp: E.NETWORK_EXCEPTION for tp in m.partitions} for m in markers]
