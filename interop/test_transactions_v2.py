@@ -8,7 +8,8 @@ way (read_committed sees each record once, in order; the group's offsets are the
   AddOffsetsToTxn, every transaction ends with EndTxn v5, and the producer epoch is bumped once per
   transaction (DescribeTransactions; DescribeProducers on the output shows the last marker's epoch);
 - at 1 the same client adds partitions and offsets itself, ends with EndTxn v4 and keeps its epoch;
-- transaction.version raised from 1 to 2 in the middle of a run loses nothing;
+- transaction.version raised from 1 to 2 in the middle of a run loses nothing, and on three brokers neither
+  does the SIGKILL of the transaction coordinator's broker in the middle of a v2 run;
 - confluent-kafka (librdkafka speaks transactions v1 only) still works with 2 finalized.
 """
 from __future__ import annotations
@@ -133,8 +134,8 @@ def single():
         yield Node([b], [f"http://127.0.0.1:{port}/metrics"])
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture(scope="module", name="cluster")
+def cluster_fixture():
     missing = [m for m in skip_without_cluster() if m.args[0]]
     if missing:
         pytest.skip(missing[0].kwargs["reason"])
@@ -145,7 +146,9 @@ def cluster():
                 "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2}
     with ReadyCluster(3, settings, broker_overrides={
             i: {"prometheus.listener": f"http://127.0.0.1:{port}"} for i, port in enumerate(ports)}) as c:
-        yield Node(c.brokers, [f"http://127.0.0.1:{port}/metrics" for port in ports])
+        node = Node(c.brokers, [f"http://127.0.0.1:{port}/metrics" for port in ports])
+        node.cluster = c
+        yield node
 
 
 @pytest.fixture(params=["single", "cluster"])
@@ -251,3 +254,25 @@ def test_confluent_kafka_keeps_transactions_v1_with_version_2_finalized(node):
     check_outcome(node.bootstrap, source, topics["output"], topics["group"], topics["input"], result["aborted"])
     assert delta(before, after, "AddPartitionsToTxn", range(0, 4)) > 0       # librdkafka adds them itself
     assert delta(before, after, "EndTxn", [5]) == 0
+
+
+def test_the_coordinators_broker_killed_in_a_v2_run_loses_nothing(cluster, java4_copier):
+    from kafka_compat.transaction import TRANSACTION_STATE_TOPIC_NAME
+    from kafka_compat.transaction.transaction_log import partition_for
+    cluster.set_transaction_version(2)
+    txn_id = unique("killtxn")
+    killed = []
+
+    def kill_the_coordinator(progress: int) -> None:
+        if not killed:
+            coordinator = cluster.cluster.wait_for_leader(TRANSACTION_STATE_TOPIC_NAME, partition_for(txn_id, 50))
+            cluster.cluster.kill(coordinator)
+            killed.append(coordinator)
+    try:
+        result, _ = run_copier(cluster, java4_copier, txn_id, pause_ms=300, during=kill_the_coordinator)
+    finally:
+        if killed:
+            cluster.cluster.restart(killed[0])
+    assert killed
+    described = cluster.describe_transaction(txn_id)
+    assert described.producer_epoch >= result["transactions"]       # no transaction ended without its bump
