@@ -274,9 +274,9 @@ def test_a_transaction_commits_with_markers_moves_the_lso_and_answers_each_misus
     assert out["lso_done"] == out["hw_done"] == 4           # three records and the COMMIT marker
     states = [(kv, vv, v.transaction_status if v else None) for kv, _id, vv, v in out["records"]]
     # Empty (init), Ongoing (add), PrepareCommit, CompleteCommit: key v0, value v1 (transaction.version >= 1),
-    # as Kafka writes them; a v1 client's transaction records client transaction version 1
+    # as Kafka writes them; a v1 client's transaction records ClientTransactionVersion 0 (TV_0, left out)
     assert states == [(0, 1, 0), (0, 1, 1), (0, 1, 2), (0, 1, 4)]
-    assert [v.client_transaction_version for *_, v in out["records"]] == [0, 1, 1, 1]
+    assert [v.client_transaction_version for *_, v in out["records"]] == [0, 0, 0, 0]
     assert out["records"][0][3].transaction_partitions is None
     assert [(p.topic, p.partition_ids) for p in out["records"][2][3].transaction_partitions] == [("t", [0, 1])]
     assert out["unknown_id"] == E.TRANSACTIONAL_ID_NOT_FOUND

@@ -19,7 +19,7 @@ from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from ..protocol.messages.describe_transactions import DescribeTransactionsResponse
 from ..protocol.messages.end_txn import EndTxnResponse
 from ..protocol.messages.list_transactions import ListTransactionsResponse
-from ..transaction.transaction_metadata import TV_1, TV_2
+from ..transaction.transaction_metadata import TV_0, TV_2
 from .auth_helper import (
     CLUSTER_ACTION,
     DESCRIBE,
@@ -66,7 +66,7 @@ class TransactionsApi:
         return unknown
 
     async def _add(self, txn_id: str, producer_id: int, producer_epoch: int, topics, version: int,
-                   request=None, client_tv: int = TV_1) -> dict[tuple[str, int], int]:
+                   request=None, client_tv: int = TV_0) -> dict[tuple[str, int], int]:
         """``request`` (client versions): WRITE on the transactional id, then on each topic, is checked."""
         wanted = [(t.name, p) for t in topics for p in t.partitions]
         if request is not None and not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, txn_id):
@@ -107,7 +107,7 @@ class TransactionsApi:
             else:
                 # v5: a leader adding a transactions-v2 producer's partitions (Kafka's TV_2 above version 4)
                 errors = await self._add(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, v,
-                                         client_tv=TV_2 if v >= 5 else TV_1)
+                                         client_tv=TV_2 if v >= 5 else TV_0)
             return AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
                 transactional_id=t.transactional_id, topic_results=_topic_results(t.topics, errors))
 
@@ -133,7 +133,7 @@ class TransactionsApi:
         v = request.api_version
         result = await self.txn_coordinator.handle_end_transaction(req.transactional_id, req.producer_id,
                                                                    req.producer_epoch, req.committed,
-                                                                   TV_2 if v >= 5 else TV_1)
+                                                                   TV_2 if v >= 5 else TV_0)
         return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(v, 2, result.error),
                               producer_id=result.producer_id, producer_epoch=result.producer_epoch)
 

@@ -35,7 +35,7 @@ from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
-    TV_1,
+    TV_0,
     TV_2,
     IllegalTransition,
     TransactionMetadata,
@@ -252,7 +252,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------ AddPartitionsToTxn / AddOffsetsToTxn
     async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                    partitions, client_tv: int = TV_1) -> int:
+                                    partitions, client_tv: int = TV_0) -> int:
         """Add ``partitions`` ((topic, index) pairs) to the ongoing transaction; one error for all of them.
         ``client_tv`` 2: an implicit add of transactions v2 (the transaction becomes a v2 one)."""
         if not transactional_id:
@@ -315,7 +315,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------ EndTxn
     async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                     committed: bool, client_tv: int = TV_1) -> EndTxnResult:
+                                     committed: bool, client_tv: int = TV_0) -> EndTxnResult:
         """``client_tv`` 2 for EndTxn v5 (Kafka's TV_2 for a version above 4)."""
         if not transactional_id:
             return EndTxnResult(E.INVALID_REQUEST)
@@ -419,7 +419,7 @@ class TransactionCoordinator:
             elif md.pending_state is not None:
                 return E.CONCURRENT_TRANSACTIONS
             # v1 clients and the coordinator's own aborts: no epoch bump here (Kafka's endTransactionWithTV1)
-            transit = md.prepare_abort_or_commit(next_state, self.clock(), TV_1)
+            transit = md.prepare_abort_or_commit(next_state, self.clock(), TV_0)
         elif state == S.COMPLETE_COMMIT:
             return E.NONE if committed else self._invalid(md, committed)
         elif state == S.COMPLETE_ABORT:

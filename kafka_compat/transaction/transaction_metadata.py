@@ -20,7 +20,9 @@ from enum import IntEnum
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 32767
-TV_1, TV_2 = 1, 2           # client transaction versions (TV_0 and TV_1 behave alike here)
+# client transaction versions as Kafka records them: TV_0 for a transactions-v1 client (EndTxn below v5, its own
+# AddPartitionsToTxn), TV_2 for a v2 one
+TV_0, TV_2 = 0, 2
 
 
 def supports_epoch_bump(client_transaction_version: int) -> bool:
