@@ -137,12 +137,10 @@ KNOWN: list[tuple[str, str, str]] = [
         (94, "Kafka 4.4's API 94 (our schemas are Kafka 4.3's)", 30)]],
     *[("ApiVersions", f"api_keys[{k}].max_version", f"{name} (issue {issue})") for k, name, issue in [
         (18, "ApiVersions v5 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
-        (26, "EndTxn v5 is transactions v2", 31), (27, "WriteTxnMarkers v2 is transactions v2", 31),
-        (28, "TxnOffsetCommit v5 is transactions v2, v6 Kafka 4.4's", 31),
+        (28, "TxnOffsetCommit v6 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
         (42, "DeleteGroups v3 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
         (78, "ShareFetch v2 is KIP-1222's renew acknowledgements, not built yet", 34),
-        (79, "ShareAcknowledge v2 is KIP-1222's renew acknowledgements, not built yet", 34),
-        (66, "ListTransactions v2 is transactions v2", 31)]],
+        (79, "ShareAcknowledge v2 is KIP-1222's renew acknowledgements, not built yet", 34)]],
     ("Produce", "responses[conf-pr-gz].*",
      "a compressed batch is stored without being decompressed, so junk inside it is not seen; Kafka decompresses "
      "every batch it validates (issue 30)"),
@@ -150,7 +148,6 @@ KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"{field}[{name}].{leaf}", why) for name, why in [
         ("metadata.version", "our schemas are Kafka 4.3's: metadata.version 4.3-IV0 (30), Kafka 4.4's 4.4-IV2 (33) "
                              "(issue 30)"),
-        ("transaction.version", "transaction.version 2 is transactions v2, not built yet (issue 31)"),
         ("share.version", "share.version 2 is KIP-1222's ShareFetch v2, not built yet: 0-1 (issue 34)"),
         ("streams.version", "Streams groups are not built yet: streams.version 0 only (issue 31)")]
       for field, leaf in (("supported_features", "max_version"), ("finalized_features", "*"))],

@@ -22,7 +22,7 @@ pytestmark = skip_without_cluster()
 
 NOT_CONTROLLER, INVALID_UPDATE_VERSION = 41, 95
 SAFE_DOWNGRADE, UPGRADE = 2, 1
-DEFAULTS = {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1}
+DEFAULTS = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1}
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
     for i in range(3):      # each broker registers what it supports; the controller checks updates against it
         registered = json.loads(cluster.zk.get(f"/brokers/ids/{i}")[0])["features"]
         assert registered == {"metadata.version": {"min_version": 7, "max_version": 30},
-                              "transaction.version": {"min_version": 0, "max_version": 1},
+                              "transaction.version": {"min_version": 0, "max_version": 2},
                               "group.version": {"min_version": 0, "max_version": 1},
                               "share.version": {"min_version": 0, "max_version": 1},
                               "streams.version": {"min_version": 0, "max_version": 0}}
@@ -94,13 +94,13 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
     other = next(i for i in range(3) if i != controller)
     assert update(cluster.brokers[other], "group.version", 0, SAFE_DOWNGRADE).error_code == NOT_CONTROLLER
     assert update(cluster.brokers[controller], "group.version", 0, SAFE_DOWNGRADE, validate_only=True).error_code == 0
-    refused = update(cluster.brokers[controller], "transaction.version", 2, UPGRADE)
-    assert refused.error_code == INVALID_UPDATE_VERSION and "only supports versions 0-1" in refused.error_message
+    refused = update(cluster.brokers[controller], "transaction.version", 3, UPGRADE)
+    assert refused.error_code == INVALID_UPDATE_VERSION and "only supports versions 0-2" in refused.error_message
     assert feature_znode(cluster) == (node, epoch)          # neither changed anything
 
     r = update(cluster.brokers[controller], "group.version", 0, SAFE_DOWNGRADE)
     assert r.error_code == 0
-    downgraded = {"metadata.version": 30, "transaction.version": 1, "share.version": 1}
+    downgraded = {"metadata.version": 30, "transaction.version": 2, "share.version": 1}
     assert finalized(cluster.brokers[controller]) == (epoch + 1, downgraded)   # the controller's broker at once
     every_broker_shows(cluster, (epoch + 1, downgraded))
     assert feature_znode(cluster)[0]["features"] == {n: {"max_version_level": v} for n, v in downgraded.items()}

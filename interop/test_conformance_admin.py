@@ -240,6 +240,11 @@ def test_cluster_queries(pair):
     for v in pair.versions(LIST_TRANSACTIONS):
         pair.call(LIST_TRANSACTIONS, v, list_transactions.ListTransactionsRequest(
             state_filters=["NoSuchState"], producer_id_filters=[], duration_filter=-1), "unknown state")
+        if v >= 2:
+            for pattern in ("conf-cq-.*", "("):
+                pair.call(LIST_TRANSACTIONS, v, list_transactions.ListTransactionsRequest(
+                    state_filters=[], producer_id_filters=[], duration_filter=-1, transactional_id_pattern=pattern),
+                    f"pattern {pattern}")
     T = describe_topic_partitions.DescribeTopicPartitionsRequest
     for v in pair.versions(DESCRIBE_TOPIC_PARTITIONS):
         pair.call(DESCRIBE_TOPIC_PARTITIONS, v, T(topics=[T.TopicRequest(name="conf-cq"),

@@ -25,11 +25,13 @@ from kafka_compat.protocol.messages import (
     offset_fetch,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 10, 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 15, 16, 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DELETE_GROUPS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT = 28, 42, 47, 68
+WRITE_TXN_MARKERS = 27
 PROTOCOL = join_group.JoinGroupRequest.JoinGroupRequestProtocol
 
 
@@ -227,7 +229,7 @@ def test_transaction_errors(pair):
         ids[side] = (r.producer_id, r.producer_epoch)
     pair.call(INIT_PRODUCER_ID, 4, init_producer_id.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=10_000_000, producer_id=-1, producer_epoch=-1), "timeout too big")
-    for v in pair.versions(END_TXN, hi=4):
+    for v in pair.versions(END_TXN):        # v5: transactions v2's epoch rules
         pair.call(END_TXN, v, lambda side: end_txn.EndTxnRequest(
             transactional_id=tid, producer_id=ids[side][0], producer_epoch=ids[side][1] + 1, committed=True),
             "end, no transaction")
@@ -249,11 +251,20 @@ def test_transaction_errors(pair):
             transactional_id=tid, producer_id=ids[side][0], producer_epoch=ids[side][1] + 3, group_id="conf-txn-g"),
             "fenced epoch")
     T = txn_offset_commit.TxnOffsetCommitRequest
+
+    def commit(side):
+        return T(transactional_id=tid, group_id="conf-txn-g", producer_id=ids[side][0], producer_epoch=ids[side][1],
+                 generation_id=-1, member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
+                     name="conf-txn-t", partitions=[T.TxnOffsetCommitRequestPartition(
+                         partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])])
     for v in pair.versions(TXN_OFFSET_COMMIT, hi=4):
-        pair.call(TXN_OFFSET_COMMIT, v, lambda side: T(
-            transactional_id=tid, group_id="conf-txn-g", producer_id=ids[side][0], producer_epoch=ids[side][1],
-            generation_id=-1, member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
-                name="conf-txn-t", partitions=[T.TxnOffsetCommitRequestPartition(
-                    partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])]),
-            "not added to the transaction")
+        pair.call(TXN_OFFSET_COMMIT, v, commit, "not added to the transaction")
+    for v in pair.versions(TXN_OFFSET_COMMIT, lo=5):       # transactions v2: the commit adds the group itself
+        pair.call(TXN_OFFSET_COMMIT, v, commit, "added by the commit")
+    W = write_txn_markers.WriteTxnMarkersRequest
+    for v in pair.versions(WRITE_TXN_MARKERS):
+        pair.call(WRITE_TXN_MARKERS, v, lambda side: W(markers=[W.WritableTxnMarker(
+            producer_id=ids[side][0], producer_epoch=ids[side][1], transaction_result=False, coordinator_epoch=0,
+            transaction_version=2, topics=[W.WritableTxnMarkerTopic(name="conf-txn-missing", partition_indexes=[0])])]),
+            "a marker for a missing topic")
     pair.check()

@@ -55,9 +55,9 @@ def broker():
         yield b
 
 
-def create_topics(bootstrap: str, *names: str, partitions: int = PARTITIONS) -> None:
+def create_topics(bootstrap: str, *names: str, partitions: int = PARTITIONS, replication: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
+    for future in admin.create_topics([NewTopic(n, partitions, replication) for n in names]).values():
         future.result(WAIT)
 
 
@@ -187,14 +187,18 @@ def test_a_producer_killed_in_a_transaction_is_aborted_when_the_transaction_time
 
 
 # ---------------------------------------------------------------- Java
-@pytest.fixture(scope="module")
-def java_copier(tmp_path_factory):
-    """The class path that runs TransactionalCopy (compiled once per module)."""
-    jars = peers.require(peers.java_classpath(), "the Java client")
-    out = tmp_path_factory.mktemp("java-txn")
+def compile_copier(jars: str, out: Path) -> str:
+    """TransactionalCopy compiled against ``jars`` into ``out``: the class path that runs it."""
     subprocess.run(["javac", "-nowarn", "-cp", jars, "-d", str(out), str(HERE / "java_txn" / "TransactionalCopy.java")],
                    check=True, capture_output=True)
     return os.pathsep.join([str(out), jars])
+
+
+@pytest.fixture(scope="module")
+def java_copier(tmp_path_factory):
+    """The class path that runs TransactionalCopy with the Java client 3.9 (compiled once per module)."""
+    jars = peers.require(peers.java_classpath(), "the Java client")
+    return compile_copier(jars, tmp_path_factory.mktemp("java-txn"))
 
 
 def test_java_consume_transform_produce_is_exactly_once(broker, java_copier):

@@ -48,10 +48,10 @@ def test_api_versions_carries_the_features(broker):
     c = WireClient("127.0.0.1", broker.port)
     v4 = api_versions(c, 4)
     assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
-        "metadata.version": (7, 30), "transaction.version": (0, 1), "group.version": (0, 1),
+        "metadata.version": (7, 30), "transaction.version": (0, 2), "group.version": (0, 1),
         "share.version": (0, 1), "streams.version": (0, 0)}
     # a new node finalizes the defaults: Kafka 4's, capped at what is built; nothing at 0 is listed
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1,
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1,
                                 "share.version": 1})
     v3 = api_versions(c, 3)        # below v4 no feature whose minimum is 0 (KAFKA-17492)
     assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 30)]
@@ -66,10 +66,10 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 0, ft.SAFE_DOWNGRADE), validate_only=True)
     assert (r.error_code, r.error_message, [(x.feature, x.error_code) for x in r.results]) == \
         (0, None, [("group.version", 0)])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
     # a safe downgrade to 0 turns the consumer protocol off, as Kafka 4 does: still advertised, refused
     assert update(c, ("group.version", 0, ft.SAFE_DOWNGRADE)).error_code == 0
-    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1, "share.version": 1})
+    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1})
     assert {68, 69} <= {k.api_key for k in api_versions(c).api_keys}
     hb = c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
                                                      rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
@@ -81,7 +81,7 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 1, ft.UPGRADE), version=2)
     assert (r.error_code, r.results) == (0, [])
     assert update(c, ("group.version", 1, ft.UPGRADE)).error_code == 0
-    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
     assert c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=0,
                                                        rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
                                                        topic_partitions=[])).error_code == 0
@@ -118,8 +118,8 @@ def test_share_version_0_turns_share_groups_off(broker):
      "setting the upgrade type to either safe or unsafe downgrade."),
     ([("group.version", 2, ft.UPGRADE)],
      "Invalid update version 2 for feature group.version. Local controller 0 only supports versions 0-1"),
-    ([("transaction.version", 2, ft.UPGRADE)],     # transactions v2 is not built yet
-     "Invalid update version 2 for feature transaction.version. Local controller 0 only supports versions 0-1"),
+    ([("transaction.version", 3, ft.UPGRADE)],
+     "Invalid update version 3 for feature transaction.version. Local controller 0 only supports versions 0-2"),
     ([("share.version", 2, ft.UPGRADE)],
      "Invalid update version 2 for feature share.version. Local controller 0 only supports versions 0-1"),
     ([("no.such.version", 1, ft.UPGRADE)],
@@ -130,8 +130,8 @@ def test_share_version_0_turns_share_groups_off(broker):
      "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."),
     ([("group.version", 0, 0)],
      "Invalid update version 0 for feature group.version. The controller does not support the given upgrade type."),
-    ([("group.version", 1, ft.SAFE_DOWNGRADE), ("transaction.version", 2, ft.SAFE_DOWNGRADE)],
-     "Invalid update version 2 for feature transaction.version. Local controller 0 only supports versions 0-1"),
+    ([("group.version", 1, ft.SAFE_DOWNGRADE), ("transaction.version", 3, ft.SAFE_DOWNGRADE)],
+     "Invalid update version 3 for feature transaction.version. Local controller 0 only supports versions 0-2"),
     ([("transaction.version", 0, ft.SAFE_DOWNGRADE), ("group.version", 1, ft.UNSAFE_DOWNGRADE),
       ("group.version", 9, ft.UPGRADE)],        # the first ones would apply: none does
      "Invalid update version 9 for feature group.version. Local controller 0 only supports versions 0-1"),
@@ -149,7 +149,7 @@ def test_refused_updates(broker, updates, message):
     for validate_only in (True, False):
         r = update(c, *updates, validate_only=validate_only)
         assert (r.error_code, r.error_message, r.results) == (INVALID_UPDATE_VERSION, FAILED + message, [])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
     c.close()
 
 
@@ -160,12 +160,12 @@ def test_finalized_levels_survive_a_restart(broker):
     with open(os.path.join(broker.log_dir, ft.FEATURES_FILE)) as f:    # the /feature znode's JSON, and the epoch
         assert json.load(f) == {"version": 2, "status": 1, "epoch": 1, "features": {
             "metadata.version": {"max_version_level": 30}, "share.version": {"max_version_level": 1},
-            "transaction.version": {"max_version_level": 1}}}
+            "transaction.version": {"max_version_level": 2}}}
     for stop in (broker.kill, broker.stop):
         stop()
         broker.start()
         c = WireClient("127.0.0.1", broker.port)
-        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 1, "share.version": 1})
+        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1})
         c.close()
 
 
@@ -206,9 +206,9 @@ def test_a_damaged_file_is_refused(tmp_path):
 
 def test_levels_this_broker_cannot_serve_refuse_the_start(tmp_path):
     """As Kafka's broker with incompatible finalized features: a clear refusal, never a silent run."""
-    ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "transaction.version": 2}, 7)
+    ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "transaction.version": 3}, 7)
     manager = ft.LocalFeatureManager(ft.LocalFeatureStore(str(tmp_path)), ft.FeatureCache(), 0)
-    with pytest.raises(ValueError, match=r"transaction.version.: 2.*does not support.*0-1"):
+    with pytest.raises(ValueError, match=r"transaction.version.: 3.*does not support.*0-2"):
         manager.startup()
     ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30, "some.future.version": 3}, 8)
     manager.startup()                  # a feature it does not know is not its to refuse

@@ -170,19 +170,23 @@ def txn_state_records(b, txn_id: str) -> list[tuple[int, str, int, TransactionLo
 
 
 # ---------------------------------------------------------------- versions
-def test_transactional_apis_are_advertised_over_kafkas_transaction_version_1_ranges(tmp_path):
+def test_transactional_apis_are_advertised_at_kafkas_ranges_with_transaction_version_2_finalized(tmp_path):
     async def scenario():
         async with running(tmp_path) as b:
             c = await connect(b)
-            r = await c.call(API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t",
+            r = await c.call(API_VERSIONS, 4, ApiVersionsRequest(client_software_name="t",
                                                                   client_software_version="1"))
             await c.close()
             return {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}, r
 
     keys, r = asyncio.run(scenario())
     assert {k: keys[k] for k in (22, 24, 25, 26, 27, 28, 65, 66)} == {
-        22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 65: (0, 0), 66: (0, 1)}
-    assert all(f.name != "transaction.version" for f in r.finalized_features or [])
+        22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (0, 2), 28: (0, 5), 65: (0, 0), 66: (0, 2)}
+    assert [(f.name, f.min_version, f.max_version) for f in r.supported_features
+            if f.name == "transaction.version"] == [("transaction.version", 0, 2)]
+    # a new data directory finalizes Kafka 4's default: transactions v2
+    assert [(f.name, f.max_version_level) for f in r.finalized_features
+            if f.name == "transaction.version"] == [("transaction.version", 2)]
 
 
 # ---------------------------------------------------------------- InitProducerId
@@ -269,8 +273,10 @@ def test_a_transaction_commits_with_markers_moves_the_lso_and_answers_each_misus
     assert out["commit_again"] == E.NONE and out["abort_after_commit"] == E.INVALID_TXN_STATE
     assert out["lso_done"] == out["hw_done"] == 4           # three records and the COMMIT marker
     states = [(kv, vv, v.transaction_status if v else None) for kv, _id, vv, v in out["records"]]
-    # Empty (init), Ongoing (add), PrepareCommit, CompleteCommit: key v0, value v0, as Kafka writes them
-    assert states == [(0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 0, 4)]
+    # Empty (init), Ongoing (add), PrepareCommit, CompleteCommit: key v0, value v1 (transaction.version >= 1),
+    # as Kafka writes them; a v1 client's transaction records ClientTransactionVersion 0 (TV_0, left out)
+    assert states == [(0, 1, 0), (0, 1, 1), (0, 1, 2), (0, 1, 4)]
+    assert [v.client_transaction_version for *_, v in out["records"]] == [0, 0, 0, 0]
     assert out["records"][0][3].transaction_partitions is None
     assert [(p.topic, p.partition_ids) for p in out["records"][2][3].transaction_partitions] == [("t", [0, 1])]
     assert out["unknown_id"] == E.TRANSACTIONAL_ID_NOT_FOUND

@@ -25,8 +25,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * The Java twin of interop/txn_support.py's "copy": a consume-transform-produce
  * loop with the Java client's transactions. Every third transaction is flushed,
  * then aborted, and the consumer rewound to the last committed positions.
- * usage: TransactionalCopy BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID COUNT
- * Prints {"committed": n, "aborted": m}.
+ * usage: TransactionalCopy BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID COUNT [PAUSE_MS]
+ * PAUSE_MS (default 0): a pause after each transaction, so that a test can act in the middle of a run.
+ * Prints {"progress": n} after each commit, then {"committed": n, "aborted": m, "transactions": t}.
  *
  * usage: TransactionalCopy probe BOOTSTRAP TOPIC
  * What Spark's Kafka source relies on for kafka.isolation.level: the Admin client's latest offset of
@@ -41,6 +42,7 @@ public final class TransactionalCopy {
         }
         String bootstrap = args[0], input = args[1], output = args[2], group = args[3], txnId = args[4];
         int count = Integer.parseInt(args[5]);
+        long pauseMs = args.length > 6 ? Long.parseLong(args[6]) : 0;
         Properties cp = new Properties();
         cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         cp.put(ConsumerConfig.GROUP_ID_CONFIG, group);
@@ -98,9 +100,15 @@ public final class TransactionalCopy {
                     producer.commitTransaction();
                     committed += records.count();
                     committedPos.putAll(positions);
+                    System.out.println("{\"progress\": " + committed + "}");
+                    System.out.flush();
+                }
+                if (pauseMs > 0) {
+                    Thread.sleep(pauseMs);
                 }
             }
-            System.out.println("{\"committed\": " + committed + ", \"aborted\": " + aborted + "}");
+            System.out.println("{\"committed\": " + committed + ", \"aborted\": " + aborted
+                + ", \"transactions\": " + txn + "}");
         }
     }
 

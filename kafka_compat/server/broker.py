@@ -90,7 +90,14 @@ from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topic_defaults_changed
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
-from .features import SHARE_VERSION, SUPPORTED, FeatureCache, LocalFeatureManager, LocalFeatureStore
+from .features import (
+    SHARE_VERSION,
+    SUPPORTED,
+    TRANSACTION_VERSION,
+    FeatureCache,
+    LocalFeatureManager,
+    LocalFeatureStore,
+)
 from .fetch import FetchApi
 from .fetch_session import FetchSessionCache
 from .find_coordinator import FindCoordinatorApi
@@ -439,7 +446,9 @@ class Broker:
                                                       self.metadata_cache, self.controller, self.producer_ids,
                                                       self.txn_marker_writer.write_markers,
                                                       send_remote=None if send is None else TxnMarkerSender(send),
-                                                      elect_locally=elect_locally)
+                                                      elect_locally=elect_locally,
+                                                      transaction_version=lambda: self.features.finalized_level(
+                                                          TRANSACTION_VERSION))
         self.add_partitions_to_txn = AddPartitionsToTxnManager(self.broker_id, self.txn_coordinator,
                                                                self.metadata_cache, send)
         await self.txn_coordinator.startup()
@@ -626,8 +635,8 @@ class Broker:
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg), self.features),
-            ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify
-                       if cfg["transaction.partition.verification.enable"] else None),
+            ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify,
+                       cfg["transaction.partition.verification.enable"]),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),
             OffsetsApi(rm, auth),
             MetadataApi(cfg, cache, controller, auth, quotas, internal_topics={
@@ -635,8 +644,8 @@ class Broker:
                 TRANSACTION_STATE_TOPIC_NAME: self.txn_coordinator.state_manager.ensure_topic}),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
             FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
-            GroupsApi(self.group_coordinator, cache, auth, self.add_partitions_to_txn.verify
-                      if cfg["transaction.partition.verification.enable"] else None),
+            GroupsApi(self.group_coordinator, cache, auth, self.add_partitions_to_txn.verify,
+                      cfg["transaction.partition.verification.enable"]),
             CreateTopicsApi(cfg, cache, controller, auth, quotas),
             DeleteTopicsApi(cfg, cache, controller, auth, quotas),
             DescribeClusterApi(cache, auth),

@@ -7,7 +7,7 @@ only up to what kafka-compat builds:
 | feature               | supported | default for a new cluster | Kafka 4.4 supports (default) |
 | --------------------- | --------- | ------------------------- | ---------------------------- |
 | `metadata.version`    | 7–30      | 30 (4.3-IV0)              | 7–33 (33)                    |
-| `transaction.version` | 0–1       | 1                         | 0–2 (2)                      |
+| `transaction.version` | 0–2       | 2                         | 0–2 (2)                      |
 | `group.version`       | 0–1       | 1                         | 0–1 (1)                      |
 | `share.version`       | 0–1       | 1                         | 0–2 (2)                      |
 | `streams.version`     | 0–0       | 0                         | 0–1 (1)                      |
@@ -66,17 +66,17 @@ class VersionRange(NamedTuple):
 # What this broker supports (BrokerFeatures.supportedFeatures), advertised in ApiVersions v3+.
 SUPPORTED: dict[str, VersionRange] = {
     METADATA_VERSION: VersionRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
-    TRANSACTION_VERSION: VersionRange(0, 1),     # 2 is KIP-890 part 2, not built yet
+    TRANSACTION_VERSION: VersionRange(0, 2),     # 1: flexible records; 2: transactions v2 (KIP-890 part 2)
     GROUP_VERSION: VersionRange(0, 1),           # 1: KIP-848 consumer groups
     SHARE_VERSION: VersionRange(0, 1),           # 1: share groups (KIP-932); 2 is KIP-1222's ShareFetch v2
     STREAMS_VERSION: VersionRange(0, 0),         # Streams groups (KIP-1071) are not built yet
 }
 
 # What a new cluster finalizes: Kafka's Feature.defaultLevel at the latest metadata.version, capped at
-# what is built (Kafka 4.4 would finalize transaction.version 2, share.version 2, streams.version 1).
+# what is built (Kafka 4.4 would finalize share.version 2 and streams.version 1 too).
 DEFAULTS: dict[str, int] = {
     METADATA_VERSION: LATEST_METADATA_VERSION,
-    TRANSACTION_VERSION: 1,
+    TRANSACTION_VERSION: 2,
     GROUP_VERSION: 1,
     SHARE_VERSION: 1,
     STREAMS_VERSION: 0,

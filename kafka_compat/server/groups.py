@@ -64,12 +64,15 @@ async def _parked(start) -> object:
 
 
 class GroupsApi:
-    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
-        """``verify_partitions``: as ProduceApi's (KIP-890 part 1), or None when verification is off."""
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None,
+                 verification_enabled: bool = True):
+        """``verify_partitions``, ``verification_enabled``: as ProduceApi's (KIP-890; TxnOffsetCommit v5 adds the
+        group's offsets partition to the transaction, older versions are only checked when enabled)."""
         self.group_coordinator = group_coordinator
         self.metadata_cache = metadata_cache
         self.auth = auth
         self.verify_partitions = verify_partitions
+        self.verification_enabled = verification_enabled
 
     # ---------------------------------------------------------------- membership
     @handles(11)
@@ -200,7 +203,7 @@ class GroupsApi:
                 partition_index=index, error_code=errors[(name, index)]))
         return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-    @handles(28, 0, 4)      # v5 is transaction.version 2 (partitions added implicitly)
+    @handles(28, 0, 5)      # v5: transactions v2, the group is added to the transaction implicitly
     def handle_txn_offset_commit(self, request):
         """WRITE on the transactional id and READ on the group fail the whole request; READ on each topic
         fails its partitions."""
@@ -230,10 +233,11 @@ class GroupsApi:
         if not offsets:
             return self._txn_commit_response(request, errors)
         verified = None
-        if self.verify_partitions is not None:
+        add = request.api_version >= 5
+        if self.verify_partitions is not None and (add or self.verification_enabled):
             offsets_partition = (GROUP_METADATA_TOPIC_NAME, self.group_coordinator.partition_for(req.group_id))
             verified = self.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
-                                              [offsets_partition])
+                                              [offsets_partition], add)
             if not inspect.isawaitable(verified):
                 error = self._verify_error(request.api_version, verified[offsets_partition])
                 if error:

@@ -586,10 +586,12 @@ class Partition:
         return min(starts)
 
     # -- descriptions ---------------------------------------------------------------------
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Has ``producer_id`` a transaction open on this partition (KIP-890: then its writes need no check)?"""
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Has ``producer_id`` a transaction open on this partition at ``producer_epoch`` (KIP-890: then its
+        writes need no check)? Under transactions v2 a write at the next epoch, while the previous transaction's
+        marker is still to come, belongs to the next transaction and is checked (Kafka's hasOngoingTransaction)."""
         entry = self.log.producer_state_manager.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == producer_epoch
 
     def active_producers(self):
         return self.log.producer_state_manager.active_producers()

@@ -42,6 +42,8 @@ BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch
 NodeEndpoint = ProduceResponse.NodeEndpoint
 ADMIN_CLIENT_ID = "__admin_client"       # Kafka lets only its admin tools write internal topics
+# from v12 a transactional produce adds its partitions (Kafka's produceRequestVersionToTransactionSupportedOperation)
+FIRST_ADD_PARTITION_VERSION = 12
 
 
 def format_error(records, version: int) -> int:
@@ -76,14 +78,18 @@ def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
 
 class ProduceApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 quotas: QuotaManagers | None = None, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
-        """``verify_partitions(transactional id, producer id, epoch, partitions) -> {partition: error}``: the
-        transaction coordinator's KIP-890 check (None: transaction.partition.verification.enable is off)."""
+                 quotas: QuotaManagers | None = None, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None,
+                 verification_enabled: bool = True):
+        """``verify_partitions(transactional id, producer id, epoch, partitions, add) -> {partition: error}``: the
+        transaction coordinator's KIP-890 check, or with ``add`` (Produce v12+, transactions v2) its implicit add
+        of the partitions; ``verification_enabled`` False (transaction.partition.verification.enable) skips the
+        check for older versions, the add is always made."""
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.quotas = quotas or QuotaManagers()
         self.auth = auth
         self.verify_partitions = verify_partitions
+        self.verification_enabled = verification_enabled
 
     @handles(0)
     def handle_produce(self, request):
@@ -120,8 +126,9 @@ class ProduceApi:
                 else:
                     slots.append(len(entries))
                     entries.append((name, p.index, p.records))
-        if entries and req.transactional_id is not None and self.verify_partitions is not None:
-            wanted, answers = self._verify(req.transactional_id, entries)
+        if entries and req.transactional_id is not None and self.verify_partitions is not None \
+                and (v >= FIRST_ADD_PARTITION_VERSION or self.verification_enabled):
+            wanted, answers = self._verify(req.transactional_id, entries, v >= FIRST_ADD_PARTITION_VERSION)
             if inspect.isawaitable(answers):        # the coordinator is on another broker
                 return self._append_after_verifying(request, slots, entries, wanted, answers)
             slots, entries = self._drop_unverified(v, slots, entries, wanted, answers)
@@ -146,10 +153,12 @@ class ProduceApi:
             return self._respond_later(request, slots, results)
         return self._respond(request, slots, results)
 
-    def _verify(self, txn_id: str, entries: list):
+    def _verify(self, txn_id: str, entries: list, add: bool):
         """KIP-890 part 1: a producer's first transactional batch on a partition is written only if the
         coordinator has the partition in the producer's ongoing transaction; a late or stray write (a
         zombie's, or one after an abort) is refused instead of opening a transaction nobody will end.
+        Part 2 (``add``: Produce v12+, a transactions-v2 client): the coordinator adds the partition instead,
+        so the client sends no AddPartitionsToTxn (Kafka's ADD_PARTITION supported operation).
         Returns ({partition: entry index} to check, the coordinator's answers or an awaitable of them)."""
         rm = self.replica_manager
         wanted: dict[tuple[str, int], int] = {}
@@ -159,11 +168,11 @@ class ProduceApi:
                 continue
             pid, epoch = _PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET)
             producer = producer or (pid, epoch)
-            if not rm.has_ongoing_transaction(name, index, pid):
+            if not rm.has_ongoing_transaction(name, index, pid, epoch):
                 wanted[(name, index)] = i
         if not wanted:
             return wanted, {}
-        return wanted, self.verify_partitions(txn_id, producer[0], producer[1], list(wanted))
+        return wanted, self.verify_partitions(txn_id, producer[0], producer[1], list(wanted), add)
 
     @staticmethod
     def _drop_unverified(version: int, slots: list, entries: list, wanted: dict, answers: dict

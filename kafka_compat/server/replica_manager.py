@@ -594,9 +594,9 @@ class ReplicaManager:
         return ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset,
                              required_offset=info.last_offset + 1)
 
-    def has_ongoing_transaction(self, topic: str, index: int, producer_id: int) -> bool:
+    def has_ongoing_transaction(self, topic: str, index: int, producer_id: int, producer_epoch: int) -> bool:
         partition = self.partitions.get((topic, index))
-        return partition is not None and partition.has_ongoing_transaction(producer_id)
+        return partition is not None and partition.has_ongoing_transaction(producer_id, producer_epoch)
 
     # -- fetch -------------------------------------------------------------------------------------
     def fetch_messages(self, params: FetchParams, fetches: list):

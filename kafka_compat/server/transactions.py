@@ -2,13 +2,16 @@
 ListTransactions.
 
 Thin: each request becomes a call on the TransactionCoordinator and its one
-error becomes the response that version carries. Versions stop where Kafka's
-transaction.version 2 begins (EndTxn v5), so clients stay on version 1 of the
-protocol, which is what is built.
+error becomes the response that version carries. EndTxn v5 is transactions v2
+(KIP-890 part 2): the transaction ends with an epoch bump and the response carries
+the producer id and epoch to go on with. AddPartitionsToTxn v5 without VerifyOnly
+is a partition leader adding a v2 producer's partitions; ListTransactions v2 filters
+by a transactional-id pattern (a Java regular expression, matched whole).
 """
 from __future__ import annotations
 
 import asyncio
+import re
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
@@ -17,6 +20,7 @@ from ..protocol.messages.describe_transactions import DescribeTransactionsRespon
 from ..protocol.messages.end_txn import EndTxnResponse
 from ..protocol.messages.list_transactions import ListTransactionsResponse
 from ..sentinels import INTERNAL_TOPICS
+from ..transaction.transaction_metadata import TV_0, TV_2
 from .auth_helper import (
     CLUSTER_ACTION,
     DESCRIBE,
@@ -63,7 +67,7 @@ class TransactionsApi:
         return unknown
 
     async def _add(self, txn_id: str, producer_id: int, producer_epoch: int, topics, version: int,
-                   request=None) -> dict[tuple[str, int], int]:
+                   request=None, client_tv: int = TV_0) -> dict[tuple[str, int], int]:
         """``request`` (client versions): WRITE on the transactional id, then on each topic, is checked."""
         wanted = [(t.name, p) for t in topics for p in t.partitions]
         if request is not None and not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, txn_id):
@@ -75,6 +79,8 @@ class TransactionsApi:
             # nothing is added when any partition is bad: the rest were not attempted
             return {tp: E.TOPIC_AUTHORIZATION_FAILED if tp[0] not in writable
                     else E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        if client_tv >= TV_2:
+            return await self.txn_coordinator.handle_add_partitions_v2(txn_id, producer_id, producer_epoch, wanted)
         error = await self.txn_coordinator.handle_add_partitions(txn_id, producer_id, producer_epoch, wanted)
         error = fenced_for(version, 2, error)
         return {tp: error for tp in wanted}
@@ -100,7 +106,9 @@ class TransactionsApi:
                 errors = coordinator.handle_verify_partitions(t.transactional_id, t.producer_id, t.producer_epoch,
                                                               [(x.name, p) for x in t.topics for p in x.partitions])
             else:
-                errors = await self._add(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, v)
+                # v5: a leader adding a transactions-v2 producer's partitions (Kafka's TV_2 above version 4)
+                errors = await self._add(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, v,
+                                         client_tv=TV_2 if v >= 5 else TV_0)
             return AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
                 transactional_id=t.transactional_id, topic_results=_topic_results(t.topics, errors))
 
@@ -118,14 +126,17 @@ class TransactionsApi:
                                                               req.producer_epoch, req.group_id)
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_for(request.api_version, 2, error))
 
-    @handles(26, 0, 4)      # v5 is transaction.version 2 (an epoch bump per transaction)
+    @handles(26, 0, 5)
     async def handle_end_txn(self, request):
         req = request.body
         if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
             return EndTxnResponse(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        error = await self.txn_coordinator.handle_end_transaction(req.transactional_id, req.producer_id,
-                                                                  req.producer_epoch, req.committed)
-        return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(request.api_version, 2, error))
+        v = request.api_version
+        result = await self.txn_coordinator.handle_end_transaction(req.transactional_id, req.producer_id,
+                                                                   req.producer_epoch, req.committed,
+                                                                   TV_2 if v >= 5 else TV_0)
+        return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(v, 2, result.error),
+                              producer_id=result.producer_id, producer_epoch=result.producer_epoch)
 
     @handles(65)
     def handle_describe_transactions(self, request):
@@ -153,12 +164,22 @@ class TransactionsApi:
                 topics=[DescribeTransactionsResponse.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
         return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=out)
 
-    @handles(66, 0, 1)
+    @handles(66, 0, 2)
     def handle_list_transactions(self, request):
         req = request.body
         duration = req.duration_filter if request.api_version >= 1 else -1
+        pattern = req.transactional_id_pattern if request.api_version >= 2 else None
+        matcher = None
+        if pattern:       # null or empty: no filter, as Kafka
+            try:
+                matcher = re.compile(pattern).fullmatch
+            except re.error:
+                return ListTransactionsResponse(throttle_time_ms=0, error_code=E.INVALID_REGULAR_EXPRESSION,
+                                                unknown_state_filters=[], transaction_states=[])
         error, unknown, found = self.txn_coordinator.handle_list(list(req.state_filters),
                                                                  list(req.producer_id_filters), duration)
+        if matcher is not None:
+            found = [md for md in found if matcher(md.transactional_id)]
         allowed = self.auth.filter_authorized(request, DESCRIBE, TRANSACTIONAL_ID,
                                               (md.transactional_id for md in found))
         found = [md for md in found if md.transactional_id in allowed]

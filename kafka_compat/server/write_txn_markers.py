@@ -5,7 +5,9 @@ partitions; on the coordinator's own broker it calls `write_markers` directly,
 the same code path. A marker is a transactional control batch with the
 transaction's producer id and epoch, appended with acks=-1 as the coordinator's
 write (origin COORDINATOR). A marker on a `__consumer_offsets` partition also
-settles the producer's pending TxnOffsetCommit offsets there.
+settles the producer's pending TxnOffsetCommit offsets there. v2 carries the
+transaction's client TransactionVersion (2: the marker has the transaction's bumped
+epoch, one above its data's).
 """
 from __future__ import annotations
 
@@ -62,11 +64,13 @@ class WriteTxnMarkersApi:
                                                                 marker.committed)
         return errors
 
-    @handles(27, 0, 1)      # v2 carries transaction.version 2
+    @handles(27, 0, 2)
     async def handle_write_txn_markers(self, request):
         req = request.body
+        v2 = request.api_version >= 2
         markers = [TxnMarker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch,
-                             tuple((t.name, p) for t in m.topics for p in t.partition_indexes)) for m in req.markers]
+                             tuple((t.name, p) for t in m.topics for p in t.partition_indexes),
+                             m.transaction_version if v2 else 0) for m in req.markers]
         if self.auth.authorize_cluster(request, ALTER) or self.auth.authorize_cluster(request, CLUSTER_ACTION):
             results = await self.write_markers(markers)
         else:

@@ -1,4 +1,4 @@
-"""TransactionCoordinator: the transactional APIs' logic (Kafka's TransactionCoordinator, transaction.version 1).
+"""TransactionCoordinator: the transactional APIs' logic (Kafka's TransactionCoordinator, transactions v1 and v2).
 
 InitProducerId with a transactional id, AddPartitionsToTxn (the client's adds and
 KIP-890's verify-only checks), AddOffsetsToTxn (an add of the group's offsets
@@ -8,6 +8,15 @@ before it counts, and a decided transaction is handed to the
 TransactionMarkerChannelManager. Timed-out transactions are fenced and aborted
 by a periodic task, idle ids expire.
 
+Transactions v2 (KIP-890 part 2) are chosen per request, as Kafka does: EndTxn v5
+ends a transaction with an epoch bump (and a new producer id when the epoch runs
+out) and answers the new id and epoch; partitions added by Produce v12+ and
+TxnOffsetCommit v5 (AddPartitionsToTxn v5 without VerifyOnly, between brokers) make
+the transaction a v2 one. A transaction a v1 client runs stays under v1 rules, so a
+change of the finalized transaction.version never breaks one in flight. The
+coordinator's own aborts (timeouts, fencing by InitProducerId) use v1's rules: the
+fence bumps the epoch once.
+
 Leadership of `__transaction_state` partitions arrives as on_become_leader /
 on_resign; a single node calls them for every partition it leads.
 """
@@ -15,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..clock import now_ms
 from ..group.coordinator_records import partition_for as group_partition_for
@@ -24,10 +33,15 @@ from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from .transaction_marker_channel_manager import MarkerWriter, TransactionMarkerChannelManager
 from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_0,
+    TV_2,
     IllegalTransition,
     TransactionMetadata,
     TransactionState,
     is_epoch_exhausted,
+    supports_epoch_bump,
 )
 from .transaction_state_manager import CoordinatorEpochAndTxnMetadata, TransactionStateManager
 
@@ -43,10 +57,17 @@ class InitProducerIdResult:
         self.error, self.producer_id, self.producer_epoch = error, producer_id, producer_epoch
 
 
+class EndTxnResult(NamedTuple):
+    """EndTxn's answer; v5 carries the producer id and epoch the client goes on with (-1 otherwise)."""
+    error: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
 class TransactionCoordinator:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, producer_ids,
                  write_markers: MarkerWriter, *, clock: Callable[[], int] = now_ms, send_remote=None,
-                 elect_locally: bool = True):
+                 elect_locally: bool = True, transaction_version: Callable[[], int] = lambda: 0):
         """``elect_locally``: a single node coordinates every partition it leads as soon as the topic exists;
         otherwise (a cluster) LeaderAndIsr says which partitions to load (on_become_leader / on_resign) and
         ``send_remote(broker id, markers)`` carries markers to partitions led by other brokers."""
@@ -57,7 +78,8 @@ class TransactionCoordinator:
         self.clock = clock
         self.elect_locally = elect_locally
         self.state_manager = TransactionStateManager(config, broker_id, replica_manager, metadata_cache, controller,
-                                                     clock, cluster=not elect_locally)
+                                                     clock, cluster=not elect_locally,
+                                                     transaction_version=transaction_version)
         self.marker_manager = TransactionMarkerChannelManager(broker_id, metadata_cache, self.state_manager,
                                                               write_markers, send_remote)
         self.offsets_partitions = config["offsets.topic.num.partitions"]
@@ -230,8 +252,9 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------ AddPartitionsToTxn / AddOffsetsToTxn
     async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                    partitions) -> int:
-        """Add ``partitions`` ((topic, index) pairs) to the ongoing transaction; one error for all of them."""
+                                    partitions, client_tv: int = TV_0) -> int:
+        """Add ``partitions`` ((topic, index) pairs) to the ongoing transaction; one error for all of them.
+        ``client_tv`` 2: an implicit add of transactions v2 (the transaction becomes a v2 one)."""
         if not transactional_id:
             return E.INVALID_REQUEST
         error, entry = self._producer_state(transactional_id, producer_id)
@@ -243,14 +266,23 @@ class TransactionCoordinator:
             return E.PRODUCER_FENCED
         if md.pending_state is not None or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return E.CONCURRENT_TRANSACTIONS
-        if md.state == S.ONGOING and partitions <= md.partitions:
+        if md.state == S.ONGOING and partitions <= md.partitions and md.client_transaction_version >= client_tv:
             return E.NONE
         try:
-            transit = md.prepare_add_partitions(partitions, self.clock())
+            transit = md.prepare_add_partitions(partitions, self.clock(), client_tv)
         except IllegalTransition as e:
             log.warning("%s", e)
             return E.INVALID_TXN_STATE
         return await self.state_manager.append_transaction_to_log(transactional_id, coordinator_epoch, md, transit)
+
+    async def handle_add_partitions_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                       partitions) -> dict[tuple[str, int], int]:
+        """Transactions v2: the partition leader adds what the producer writes (Produce v12+, TxnOffsetCommit
+        v5), with Kafka's errors for the producer (TRANSACTION_ABORTABLE when the transaction cannot take it)."""
+        partitions = list(partitions)
+        error = await self.handle_add_partitions(transactional_id, producer_id, producer_epoch, partitions,
+                                                 client_tv=TV_2)
+        return dict.fromkeys(partitions, E.TRANSACTION_ABORTABLE if error == E.INVALID_TXN_STATE else error)
 
     def handle_verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partitions) -> dict[tuple[str, int], int]:
@@ -277,16 +309,91 @@ class TransactionCoordinator:
 
     async def handle_add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  group_id: str) -> int:
+        """AddOffsetsToTxn: v1 clients only (a v2 one commits with TxnOffsetCommit v5, which adds the group)."""
         return await self.handle_add_partitions(transactional_id, producer_id, producer_epoch,
                                                 [self.offsets_partition_for(group_id)])
 
     # ------------------------------------------------------------ EndTxn
     async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                     committed: bool) -> int:
+                                     committed: bool, client_tv: int = TV_0) -> EndTxnResult:
+        """``client_tv`` 2 for EndTxn v5 (Kafka's TV_2 for a version above 4)."""
         if not transactional_id:
-            return E.INVALID_REQUEST
-        return await self._end_transaction(transactional_id, producer_id, producer_epoch, committed,
-                                           from_client=True)
+            return EndTxnResult(E.INVALID_REQUEST)
+        if supports_epoch_bump(client_tv):
+            return await self._end_transaction_v2(transactional_id, producer_id, producer_epoch, committed,
+                                                  client_tv)
+        return EndTxnResult(await self._end_transaction(transactional_id, producer_id, producer_epoch, committed,
+                                                        from_client=True))
+
+    async def _end_transaction_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                  committed: bool, client_tv: int) -> EndTxnResult:
+        """Kafka's endTransaction above transaction version 1: the epoch is bumped at every end, a retry is
+        recognised by the bumped epoch (or the rotated id), and an abort with nothing added is allowed."""
+        error, entry = self._state(transactional_id)
+        if error:
+            return EndTxnResult(error)
+        if entry is None:
+            return EndTxnResult(E.INVALID_PRODUCER_ID_MAPPING)
+        coordinator_epoch, md = entry
+        state = md.state
+        retry_on_overflow = (md.previous_producer_id == producer_id and producer_epoch == SHORT_MAX - 1
+                             and md.producer_epoch == 0)
+        retry_on_bump = md.producer_epoch == producer_epoch + 1
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        else:
+            valid_epoch = producer_epoch == md.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return EndTxnResult(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            return EndTxnResult(E.PRODUCER_FENCED)
+        if md.pending_state is not None:
+            return EndTxnResult(E.CONCURRENT_TRANSACTIONS)
+        abort_nothing = False       # an abort of a transaction with no partition added
+        if state == S.ONGOING:
+            pass
+        elif state == S.COMPLETE_COMMIT:
+            if committed or is_retry:
+                return EndTxnResult(E.NONE, md.producer_id, md.producer_epoch) if committed and is_retry \
+                    else self._invalid_v2(md, committed)
+            abort_nothing = True
+        elif state == S.COMPLETE_ABORT:
+            if committed:
+                return self._invalid_v2(md, committed)
+            if is_retry:
+                return EndTxnResult(E.NONE, md.producer_id, md.producer_epoch)
+            abort_nothing = True
+        elif state == S.PREPARE_COMMIT:
+            return EndTxnResult(E.CONCURRENT_TRANSACTIONS) if committed else self._invalid_v2(md, committed)
+        elif state == S.PREPARE_ABORT:
+            return self._invalid_v2(md, committed) if committed else EndTxnResult(E.CONCURRENT_TRANSACTIONS)
+        elif state == S.EMPTY and not committed:
+            abort_nothing = True
+        else:
+            return self._invalid_v2(md, committed)
+        next_producer_id = self.producer_ids.generate() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, self.clock(),
+                                             client_tv, next_producer_id)
+        error = await self.state_manager.append_transaction_to_log(transactional_id, coordinator_epoch, md, transit)
+        if error:
+            return EndTxnResult(error)
+        if md.pending_state is not None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return EndTxnResult(E.CONCURRENT_TRANSACTIONS)
+        if abort_nothing:
+            log.debug("TransactionalId %s: abort with no partition added", transactional_id)
+        answer = EndTxnResult(E.NONE, md.next_producer_id, 0) if md.next_producer_id != NO_PRODUCER_ID \
+            else EndTxnResult(E.NONE, md.producer_id, md.producer_epoch)
+        partitions = set(md.partitions)
+        complete = md.prepare_complete(self.clock())
+        self.marker_manager.add_txn_markers_to_send(coordinator_epoch, committed, md, complete, partitions)
+        return answer
+
+    @classmethod
+    def _invalid_v2(cls, md: TransactionMetadata, committed: bool) -> EndTxnResult:
+        return EndTxnResult(cls._invalid(md, committed))
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
                                from_client: bool) -> int:
@@ -311,7 +418,8 @@ class TransactionCoordinator:
                 md.last_producer_epoch = NO_PRODUCER_EPOCH
             elif md.pending_state is not None:
                 return E.CONCURRENT_TRANSACTIONS
-            transit = md.prepare_abort_or_commit(next_state, self.clock())
+            # v1 clients and the coordinator's own aborts: no epoch bump here (Kafka's endTransactionWithTV1)
+            transit = md.prepare_abort_or_commit(next_state, self.clock(), TV_0)
         elif state == S.COMPLETE_COMMIT:
             return E.NONE if committed else self._invalid(md, committed)
         elif state == S.COMPLETE_ABORT:

@@ -1,10 +1,12 @@
 """TransactionLog: the records of `__transaction_state`, keyed and encoded as Kafka writes them.
 
 Key: int16 version 0, then TransactionLogKey {TransactionalId}. Value: int16
-version, then TransactionLogValue; version 0 (non-flexible) is written, as Kafka
-does while the `transaction.version` feature is below 1, and both 0 and 1 are
-read. A null value is a tombstone: the id expired. The partition of an id is
-Kafka's `Utils.abs(transactionalId.hashCode) % partitions`.
+version, then TransactionLogValue: version 1 (flexible, with the tagged
+PreviousProducerId, NextProducerId and ClientTransactionVersion) while the
+finalized `transaction.version` is 1 or more, version 0 below (Kafka's
+TransactionVersion.transactionLogValueVersion); both are read. A null value is
+a tombstone: the id expired. The partition of an id is Kafka's
+`Utils.abs(transactionalId.hashCode) % partitions`.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from ..protocol.messages.transaction_log import TransactionLogKey, TransactionLo
 from .transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 
 KEY_VERSION = 0
-VALUE_VERSION = 0
+
+def value_version(transaction_version_level: int) -> int:
+    return 1 if transaction_version_level >= 1 else 0
 _VERSION = struct.Struct(">h")
 
 __all__ = ["key_to_bytes", "value_to_bytes", "read_key", "read_value",
@@ -33,18 +37,20 @@ def key_to_bytes(transactional_id: str) -> bytes:
     return _prefixed(KEY_VERSION, TransactionLogKey(transactional_id=transactional_id))
 
 
-def value_to_bytes(t: TxnTransitMetadata) -> bytes:
+def value_to_bytes(t: TxnTransitMetadata, transaction_version_level: int = 0) -> bytes:
     """The value for a transit; Empty states carry a null partition list, as Kafka writes them."""
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(t.partitions):
         by_topic.setdefault(topic, []).append(p)
     partitions = None if t.state == TransactionState.EMPTY else [
         TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=ps) for topic, ps in by_topic.items()]
-    return _prefixed(VALUE_VERSION, TransactionLogValue(
-        producer_id=t.producer_id, producer_epoch=t.producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
+    return _prefixed(value_version(transaction_version_level), TransactionLogValue(
+        producer_id=t.producer_id, previous_producer_id=t.previous_producer_id, next_producer_id=t.next_producer_id,
+        producer_epoch=t.producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
         transaction_status=int(t.state), transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
-        transaction_start_timestamp_ms=t.txn_start_timestamp))
+        transaction_start_timestamp_ms=t.txn_start_timestamp,
+        client_transaction_version=t.client_transaction_version))
 
 
 def read_key(buf) -> str | None:
@@ -66,7 +72,8 @@ def read_value(transactional_id: str, buf) -> TransactionMetadata:
         raise ValueError(f"unknown TransactionLogValue version {version}")
     v = TransactionLogValue.decode(buf, version, 2)[0]
     partitions = [(t.topic, p) for t in (v.transaction_partitions or ()) for p in t.partition_ids]
-    previous = v.previous_producer_id if version >= 1 else -1
-    return TransactionMetadata(transactional_id, v.producer_id, previous, v.producer_epoch, -1,
-                               v.transaction_timeout_ms, TransactionState(v.transaction_status), partitions,
-                               v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms)
+    flexible = version >= 1
+    return TransactionMetadata(transactional_id, v.producer_id, v.previous_producer_id if flexible else -1,
+                               v.producer_epoch, -1, v.transaction_timeout_ms, TransactionState(v.transaction_status),
+                               partitions, v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms,
+                               v.next_producer_id if flexible else -1, v.client_transaction_version if flexible else 0)

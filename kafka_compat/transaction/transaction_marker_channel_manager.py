@@ -36,6 +36,7 @@ class TxnMarker(NamedTuple):
     committed: bool
     coordinator_epoch: int
     partitions: tuple        # ((topic, partition), ...)
+    transaction_version: int = 0     # the client's (WriteTxnMarkers v2's TransactionVersion)
 
 
 MarkerWriter = Callable[[list[TxnMarker]], Awaitable[list[dict[tuple[str, int], int]]]]
@@ -53,9 +54,13 @@ class TransactionMarkerChannelManager:
 
     def add_txn_markers_to_send(self, coordinator_epoch: int, committed: bool, md: TransactionMetadata,
                                 transit: TxnTransitMetadata, partitions) -> None:
-        """Markers for ``partitions``; then write ``transit`` (the Complete state already pending on ``md``)."""
+        """Markers for ``partitions``; then write ``transit`` (the Complete state already pending on ``md``).
+        The markers carry the producer id and epoch of the decided (Prepare*) state: under transactions v2 the
+        bumped epoch, while ``transit`` may already name the next producer id."""
+        marker = TxnMarker(md.producer_id, md.producer_epoch, committed, coordinator_epoch, (),
+                           md.client_transaction_version)
         task = asyncio.get_running_loop().create_task(
-            self._send_then_complete(coordinator_epoch, committed, md, transit, set(partitions)))
+            self._send_then_complete(coordinator_epoch, marker, md, transit, set(partitions)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -68,7 +73,7 @@ class TransactionMarkerChannelManager:
     def _still_coordinating(self, md: TransactionMetadata, coordinator_epoch: int) -> bool:
         return self.state_manager.is_current(md.transactional_id, coordinator_epoch, md)
 
-    async def _send_then_complete(self, coordinator_epoch: int, committed: bool, md: TransactionMetadata,
+    async def _send_then_complete(self, coordinator_epoch: int, template: TxnMarker, md: TransactionMetadata,
                                   transit: TxnTransitMetadata, pending: set) -> None:
         try:
             while pending:
@@ -85,8 +90,7 @@ class TransactionMarkerChannelManager:
                         by_leader.setdefault(leader, []).append(tp)
                 sends = []
                 for leader, tps in by_leader.items():
-                    marker = TxnMarker(transit.producer_id, transit.producer_epoch, committed, coordinator_epoch,
-                                       tuple(tps))
+                    marker = template._replace(partitions=tuple(tps))
                     if leader == self.broker_id:
                         sends.append(self.write_local([marker]))
                     elif self.send_remote is not None:

@@ -5,15 +5,28 @@ state, a TxnTransitMetadata, is remembered as ``pending_state``), then written t
 `__transaction_state`, and only once that write is durable *completed* into the
 in-memory fields. While a transition is pending every other request for the id is
 answered CONCURRENT_TRANSACTIONS, so two writers never race on one id.
+
+Each transition also records the client's transaction version (Kafka's
+ClientTransactionVersion): a transaction a transactions-v2 client runs (EndTxn v5,
+partitions added by Produce v12+ / TxnOffsetCommit v5) gets an epoch bump when it
+ends, and a new producer id (``next_producer_id``) when that bump reaches the last
+epoch; one run by a v1 client keeps its epoch, whatever the finalized feature says.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
 
-from ..sentinels import NO_PRODUCER_EPOCH
+from ..sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 SHORT_MAX = 32767
+# client transaction versions as Kafka records them: TV_0 for a transactions-v1 client (EndTxn below v5, its own
+# AddPartitionsToTxn), TV_2 for a v2 one
+TV_0, TV_2 = 0, 2
+
+
+def supports_epoch_bump(client_transaction_version: int) -> bool:
+    return client_transaction_version >= TV_2
 
 
 class TransactionState(IntEnum):
@@ -42,6 +55,8 @@ _NAMES = {S.EMPTY: "Empty", S.ONGOING: "Ongoing", S.PREPARE_COMMIT: "PrepareComm
           S.COMPLETE_COMMIT: "CompleteCommit", S.COMPLETE_ABORT: "CompleteAbort", S.DEAD: "Dead",
           S.PREPARE_EPOCH_FENCE: "PrepareEpochFence"}
 _BY_NAME = {v: k for k, v in _NAMES.items()}
+# transactions v2 may abort with no partition added: PrepareAbort from a finished state too
+TV2_EMPTY_ABORT_FROM = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
 VALID_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
@@ -72,6 +87,8 @@ class TxnTransitMetadata:
     partitions: frozenset
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
 
 class IllegalTransition(Exception):
@@ -81,11 +98,12 @@ class IllegalTransition(Exception):
 class TransactionMetadata:
     __slots__ = ("transactional_id", "producer_id", "previous_producer_id", "producer_epoch", "last_producer_epoch",
                  "txn_timeout_ms", "state", "partitions", "txn_start_timestamp", "txn_last_update_timestamp",
-                 "pending_state", "has_failed_epoch_fence")
+                 "pending_state", "has_failed_epoch_fence", "next_producer_id", "client_transaction_version")
 
     def __init__(self, transactional_id: str, producer_id: int, previous_producer_id: int, producer_epoch: int,
                  last_producer_epoch: int, txn_timeout_ms: int, state: TransactionState, partitions=(),
-                 txn_start_timestamp: int = -1, txn_last_update_timestamp: int = -1):
+                 txn_start_timestamp: int = -1, txn_last_update_timestamp: int = -1,
+                 next_producer_id: int = NO_PRODUCER_ID, client_transaction_version: int = 0):
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.previous_producer_id = previous_producer_id
@@ -98,10 +116,13 @@ class TransactionMetadata:
         self.txn_last_update_timestamp = txn_last_update_timestamp
         self.pending_state: TransactionState | None = None
         self.has_failed_epoch_fence = False
+        self.next_producer_id = next_producer_id
+        self.client_transaction_version = client_transaction_version
 
     def __repr__(self) -> str:
         return (f"TransactionMetadata({self.transactional_id!r}, pid={self.producer_id}, epoch={self.producer_epoch}, "
-                f"{self.state.state_name}, pending={self.pending_state}, partitions={sorted(self.partitions)})")
+                f"{self.state.state_name}, pending={self.pending_state}, partitions={sorted(self.partitions)}, "
+                f"tv={self.client_transaction_version})")
 
     @property
     def is_producer_epoch_exhausted(self) -> bool:
@@ -109,16 +130,25 @@ class TransactionMetadata:
 
     # ------------------------------------------------------------ preparing
     def _prepare(self, state: TransactionState, producer_id: int, producer_epoch: int, last_epoch: int,
-                 timeout_ms: int, partitions, start: int, now: int, previous_producer_id: int | None = None
-                 ) -> TxnTransitMetadata:
+                 timeout_ms: int, partitions, start: int, now: int, previous_producer_id: int | None = None,
+                 next_producer_id: int = NO_PRODUCER_ID, client_tv: int | None = None) -> TxnTransitMetadata:
+        tv = self.client_transaction_version if client_tv is None else client_tv
         if self.pending_state is not None:
             raise IllegalTransition(f"{self}: a transition to {self.pending_state.state_name} is pending")
-        if self.state not in VALID_PREVIOUS[state]:
+        if self.state not in VALID_PREVIOUS[state] and not (
+                state == S.PREPARE_ABORT and supports_epoch_bump(tv) and self.state in TV2_EMPTY_ABORT_FROM):
             raise IllegalTransition(f"{self}: cannot go from {self.state.state_name} to {state.state_name}")
         self.pending_state = state
         return TxnTransitMetadata(producer_id, self.previous_producer_id if previous_producer_id is None
                                   else previous_producer_id, producer_epoch, last_epoch, timeout_ms, state,
-                                  frozenset(partitions), start, now)
+                                  frozenset(partitions), start, now, next_producer_id, tv)
+
+    def prepare_no_transit(self) -> TxnTransitMetadata:
+        """The current state as a transit (writing it again, e.g. to rewrite the log)."""
+        return TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.producer_epoch,
+                                  self.last_producer_epoch, self.txn_timeout_ms, self.state,
+                                  frozenset(self.partitions), self.txn_start_timestamp, self.txn_last_update_timestamp,
+                                  self.next_producer_id, self.client_transaction_version)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         """Ongoing -> PrepareEpochFence with epoch+1: never written, it becomes PrepareAbort at once."""
@@ -155,17 +185,32 @@ class TransactionMetadata:
     def has_pending_or_bad_state_for_rotation(self) -> bool:
         return self.pending_state is not None or self.state not in EXPIRABLE
 
-    def prepare_add_partitions(self, added, now: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added, now: int, client_tv: int | None = None) -> TxnTransitMetadata:
+        """``client_tv``: the transaction version of the client adding (a new transaction takes it on)."""
         start = now if self.state in EXPIRABLE else self.txn_start_timestamp
         return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, self.partitions | set(added), start, now)
+                             self.txn_timeout_ms, self.partitions | set(added), start, now, client_tv=client_tv)
 
-    def prepare_abort_or_commit(self, state: TransactionState, now: int) -> TxnTransitMetadata:
-        return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, self.partitions, self.txn_start_timestamp, now)
+    def prepare_abort_or_commit(self, state: TransactionState, now: int, client_tv: int | None = None,
+                                next_producer_id: int = NO_PRODUCER_ID) -> TxnTransitMetadata:
+        """Transactions v2 bump the epoch here (lastEpoch = the old one); ``next_producer_id`` is the id the
+        transaction completes with when the bump reaches the last epoch. A v2 abort with nothing added (from
+        Empty or a finished state) starts and ends at ``now``."""
+        tv = self.client_transaction_version if client_tv is None else client_tv
+        if supports_epoch_bump(tv):
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        start = now if self.state in TV2_EMPTY_ABORT_FROM else self.txn_start_timestamp
+        return self._prepare(state, self.producer_id, epoch, last, self.txn_timeout_ms, self.partitions, start, now,
+                             next_producer_id=next_producer_id, client_tv=tv)
 
     def prepare_complete(self, now: int) -> TxnTransitMetadata:
+        """Complete*: with a next producer id (the epoch ran out) the id moves to it at epoch 0."""
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            return self._prepare(state, self.next_producer_id, 0, self.last_producer_epoch, self.txn_timeout_ms, (),
+                                 self.txn_start_timestamp, now, previous_producer_id=self.producer_id)
         return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.txn_timeout_ms, (), self.txn_start_timestamp, now)
 
@@ -180,7 +225,7 @@ class TransactionMetadata:
             raise IllegalTransition(f"{self}: completing {transit.state.state_name} but "
                                     f"{self.pending_state} is pending")
         if transit.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) \
-                and (transit.producer_id != self.producer_id or transit.producer_epoch != self.producer_epoch):
+                and not self._valid_producer_epoch(transit):
             self.pending_state = None
             raise IllegalTransition(f"{self}: {transit} changes the producer id or epoch")
         self.producer_id = transit.producer_id
@@ -192,8 +237,22 @@ class TransactionMetadata:
         self.partitions = set(transit.partitions)
         self.txn_start_timestamp = transit.txn_start_timestamp
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
         self.has_failed_epoch_fence = False
+
+    def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
+        """Kafka's validProducerEpoch: v2's Prepare* is the epoch + 1 of the same id, and a Complete* at epoch 0
+        the rotation to the next id; everything else keeps the id and epoch."""
+        if supports_epoch_bump(transit.client_transaction_version):
+            if transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and transit.producer_epoch == 0 \
+                    and transit.producer_id != self.producer_id:
+                return transit.last_producer_epoch == self.last_producer_epoch \
+                    and transit.previous_producer_id == self.producer_id
+            if transit.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                return transit.last_producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
+        return transit.producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
 
     def clear_pending(self) -> None:
         self.pending_state = None

@@ -90,10 +90,13 @@ def read_transaction_partition(replica_manager, index: int, load_buffer_size: in
 
 class TransactionStateManager:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller,
-                 clock: Callable[[], int] = now_ms, cluster: bool = False):
+                 clock: Callable[[], int] = now_ms, cluster: bool = False,
+                 transaction_version: Callable[[], int] = lambda: 0):
         """``cluster``: the topic gets its full replication factor or is not created (Kafka refuses it
-        until that many brokers are alive); a single node makes it with what it has."""
+        until that many brokers are alive); a single node makes it with what it has.
+        ``transaction_version()``: the finalized transaction.version, which picks the value version written."""
         cfg = config
+        self.transaction_version = transaction_version
         self.cluster = cluster
         self.broker_id = broker_id
         self.replica_manager = replica_manager
@@ -196,7 +199,8 @@ class TransactionStateManager:
         """Write ``transit`` (acks=-1); on success make it the id's state. Returns the client's error."""
         partition = self.partition_for(transactional_id)
         try:
-            value = None if transit.state == TransactionState.DEAD else value_to_bytes(transit)
+            value = None if transit.state == TransactionState.DEAD \
+                else value_to_bytes(transit, self.transaction_version())
             batch = bytearray(build_batch([(key_to_bytes(transactional_id), value, (), self.clock())]))
             results = self.replica_manager.append_records(
                 self.request_timeout_ms, -1, [(TRANSACTION_STATE_TOPIC_NAME, partition, batch)], origin=COORDINATOR,
