@@ -128,7 +128,7 @@ ALLOWED: list[tuple[str, str, str]] = [
 # (API name or "*", path pattern, reason with the issue that removes it)
 KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
-        (34, "AlterReplicaLogDirs", 35), (38, "CreateDelegationToken", 35), (39, "RenewDelegationToken", 35),
+        (38, "CreateDelegationToken", 35), (39, "RenewDelegationToken", 35),
         (40, "ExpireDelegationToken", 35), (41, "DescribeDelegationToken", 35),
         (76, "ShareGroupHeartbeat", 34),
         (77, "ShareGroupDescribe", 34), (78, "ShareFetch", 34), (79, "ShareAcknowledge", 34),
@@ -162,9 +162,6 @@ KNOWN: list[tuple[str, str, str]] = [
         ("remote.*", "tiered storage is not built yet", 33),
         ("follower.fetch.last.tiered.offset.enable", "tiered storage is not built yet", 33),
         ("delegation.token.*", "delegation tokens are not built yet", 35),
-        ("cordoned.log.dirs", "cordoned log dirs are not built yet", 35),
-        ("num.replica.alter.log.dirs.threads", "moving replicas between log dirs is not built yet", 35),
-        ("alter.log.dirs.replication.quota.*", "moving replicas between log dirs is not built yet", 35),
         ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),
         ("sasl.oauthbearer.*", "OAUTHBEARER is served with the unsecured JWT validator; the JWKS and token-endpoint settings are not defined", 30),
         ("sasl.kerberos.*", "GSSAPI is not served: PLAIN and SCRAM are", 30),

@@ -1271,6 +1271,14 @@ def test_kafka_reassign_partitions_between_log_dirs(single, tmp_path):
             "the replica's move")
         assert Path(destination, f"{topic}-0").exists() and not Path(source, f"{topic}-0").exists()
         assert [v for _, _, v, _ in read(two, topic)[0]] == [b"moved"]
+        # kafka-log-dirs sees the replica in its new dir, whole, and no future replica left
+        report = json.loads(lines(tool("kafka-log-dirs", "--bootstrap-server", two.bootstrap, "--describe",
+                                       "--topic-list", topic).stdout)[2])
+        [entry] = report["brokers"]
+        by_dir = {d["logDir"]: d["partitions"] for d in entry["logDirs"]}
+        assert set(by_dir) == set(dirs) and by_dir[source] == []
+        assert by_dir[destination] == [{"partition": f"{topic}-0", "size": logical_size(destination, topic, 0),
+                                        "offsetLag": 0, "isFuture": False}]
         two.close()
 
 

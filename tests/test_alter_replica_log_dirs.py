@@ -28,7 +28,7 @@ from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.describe_log_dirs import DescribeLogDirsApi
 from kafka_compat.server.metadata_cache import PartitionState
 from kafka_compat.server.replica_manager import ReplicaManager
-from kafka_compat.testing import EmbeddedBroker, wait_until
+from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster, wait_until, zookeeper_missing
 
 ME = 1
 T = "t"
@@ -241,14 +241,17 @@ def wait_for(check, what: str, timeout: float = 60.0):
     return wait_until(check, timeout, what, interval=0.05)
 
 
-def set_throttle(broker: EmbeddedBroker, rate: int) -> None:
+def set_broker_config(broker: EmbeddedBroker, name: str, value: str) -> None:
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[ConfigEntry(
-        "replica.alter.log.dirs.io.max.bytes.per.second", str(rate),
-        incremental_operation=AlterConfigOpType.SET)])
+        name, value, incremental_operation=AlterConfigOpType.SET)])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(timeout=30)
+
+
+def set_throttle(broker: EmbeddedBroker, rate: int) -> None:
+    set_broker_config(broker, "replica.alter.log.dirs.io.max.bytes.per.second", str(rate))
 
 
 class Load:
@@ -358,6 +361,7 @@ def test_cordoned_log_dirs_take_no_new_replica_and_describe_log_dirs_v5_says_so(
     dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
     with EmbeddedBroker({"cordoned.log.dirs": dirs[0]}, data_dir=str(tmp_path / "data"),
                         log_dir=",".join(dirs)) as broker:
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("spread", 4, 1)])["spread"].result(timeout=30)
@@ -367,3 +371,45 @@ def test_cordoned_log_dirs_take_no_new_replica_and_describe_log_dirs_v5_says_so(
         assert {r.log_dir: r.is_cordoned for r in describe(broker, 5).results} == {dirs[0]: True, dirs[1]: False}
         assert {r.log_dir: r.is_cordoned for r in describe(broker, 4).results} == {dirs[0]: False, dirs[1]: False}
         assert alter_dir(broker, "spread", dirs[0]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        # dynamic, per broker: every dir cordoned, no new topic can be placed; uncordoned, the move is allowed
+        set_broker_config(broker, "cordoned.log.dirs", "*")
+        with pytest.raises(KafkaException) as refused:
+            admin.create_topics([NewTopic("nowhere", 1, 1)])["nowhere"].result(timeout=30)
+        assert refused.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+        assert all(r.is_cordoned for r in describe(broker, 5).results)
+        set_broker_config(broker, "cordoned.log.dirs", "")
+        admin.create_topics([NewTopic("nowhere", 1, 1)])["nowhere"].result(timeout=30)
+        assert alter_dir(broker, "spread", dirs[0]) == ErrorCode.NONE
+        wait_for(lambda: Path(dirs[0], "spread-0").is_dir(), "the move into the uncordoned dir")
+
+
+@pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
+def test_one_broker_of_a_zookeeper_cluster_moves_its_replica_while_it_follows(tmp_path):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    with EmbeddedCluster(3, data_dir=str(tmp_path / "cluster")) as cluster:
+        mover = cluster.brokers[1]
+        dirs = [str(tmp_path / "b1-a"), str(tmp_path / "b1-b")]
+        mover.stop()
+        mover.log_dir = ",".join(dirs)           # broker 1 gets two log dirs
+        mover.start()
+        cluster.wait_until(lambda: cluster.registered() == {0, 1, 2}, 30, "broker 1 to register again")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("jbod", 1, replica_assignment=[[0, 1, 2]])])["jbod"].result(timeout=30)
+        cluster.wait_for_leader("jbod", 0)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
+        sent = [b"%05d" % i for i in range(2000)]
+        for value in sent[:1000]:
+            producer.produce("jbod", value, partition=0)
+        assert producer.flush(30) == 0
+        source = next(d for d in dirs if Path(d, "jbod-0").is_dir())
+        destination = next(d for d in dirs if d != source)
+        assert alter_dir(mover, "jbod", destination) == ErrorCode.NONE
+        for value in sent[1000:]:               # the follower fetches on while its replica moves
+            producer.produce("jbod", value, partition=0)
+        assert producer.flush(30) == 0
+        wait_for(lambda: set(replicas(mover, "jbod")) == {(destination, False)}, "the move on broker 1")
+        assert not Path(source, "jbod-0").exists()
+        cluster.stop(0)
+        cluster.stop(2)                        # broker 1 alone serves it now, from its new dir
+        assert consume_all(cluster.brokers[1].bootstrap, "jbod", len(sent)) == sent
