@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 
 import pytest
+from kafka_compat.storage import checkpoint
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
 from wire import WireClient
@@ -126,14 +127,14 @@ def test_a_replica_moves_while_it_takes_appends_and_describe_shows_the_future_re
             assert set(described()) == {(b, False)}
             produce(rm, 0, [b"after"])
             assert read_all(rm, 0) == sent + [b"after"]
-        # the moved log loads from its new dir, whole
-        again = LogManager([a, b], config, topic_config=lambda topic: config, cleaner_enabled=False)
-        again.startup(background=False)
-        try:
-            assert again.log_dir_of(T, 0) == b and again.get_future_log(T, 0) is None
-            assert again.get_log(T, 0).log_end_offset == 601
-        finally:
-            again.shutdown()
+        # the moved log loads from its new dir, whole; a high watermark the old dir's file still names is not used
+        checkpoint.write_offsets(os.path.join(a, checkpoint.REPLICATION_OFFSET_CHECKPOINT), {(T, 0): 7})
+        async with hosting([b, a], config) as (logs, rm):      # the old dir's file read last
+            assert logs.log_dir_of(T, 0) == b and logs.get_future_log(T, 0) is None
+            assert logs.get_log(T, 0).log_end_offset == 601
+            # as a follower (a leader would raise it to its log end anyway): the checkpointed high watermark
+            rm.become_leader_or_follower(T, TOPIC_ID, {0: PartitionState(2, 1, (ME, 2), (ME, 2))})
+            assert rm.get_partition(T, 0).high_watermark == 601 and read_all(rm, 0) == sent + [b"after"]
     asyncio.run(main())
 
 

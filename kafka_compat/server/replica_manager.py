@@ -160,9 +160,13 @@ class ReplicaManager:
                                                            purge_interval=self._produce_purge_interval)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", broker_id=self.broker_id,
                                                                   loop=loop)
-        for directory in self.log_manager.log_dirs:
-            self._hw_checkpoints.update(
-                checkpoint.read_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)))
+        lm = self.log_manager
+        for directory in lm.log_dirs:
+            for key, hw in checkpoint.read_offsets(
+                    os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)).items():
+                # a replica moved to another dir may still be named in the old dir's file: its dir's entry counts
+                if lm.log_dir_of(*key) in (directory, None):
+                    self._hw_checkpoints.setdefault(key, hw)
         self._scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                                  self.hw_checkpoint_interval_ms, self.hw_checkpoint_interval_ms)
         if self.alter_partition_manager is not None:
