@@ -192,6 +192,38 @@ def test_a_move_to_another_dir_replaces_the_one_under_way(tmp_path):
     asyncio.run(main())
 
 
+def test_a_followers_truncation_during_a_move_truncates_what_the_future_log_copied(tmp_path):
+    """The copy steps and the swap are driven by hand here (no mover thread), around a follower's truncation."""
+    a, b, config = two_dirs(tmp_path)
+
+    async def main():
+        async with hosting([a, b], config) as (logs, rm):
+            rm.become_leader_or_follower(T, TOPIC_ID, {0: PartitionState(2, 1, (ME, 2), (ME, 2))})
+
+            def follow(start: int, values: list[bytes], epoch: int) -> None:
+                data = bytearray()
+                for i, value in enumerate(values):
+                    data += build_batch([(b"k", value, [], 1000)], base_offset=start + i, partition_leader_epoch=epoch)
+                rm.append_to_follower(T, 0, start, data, start + len(values), 0)
+            first, second = [b"old-%d" % i for i in range(100)], [b"new-%d" % i for i in range(40)]
+            follow(0, first, 1)
+            partition = rm.get_partition(T, 0)
+            logs.maybe_update_preferred_log_dir(T, 0, b)
+            partition.set_future_log(logs.create_future_log(T, 0))
+            while partition.copy_to_future_log(1 << 20) > 0:
+                pass
+            assert partition.future_log_end_offset == 100
+            rm.truncate_follower(T, 0, 60)              # the leader diverged: our log, and the copy, lose 60..99
+            assert partition.future_log_end_offset == 60
+            follow(60, second, 2)
+            while partition.copy_to_future_log(1 << 20) > 0:
+                pass
+            assert rm._replace_current_with_future_log(partition)
+            assert os.path.dirname(partition.log_dir) == b and read_all(rm, 0) == first[:60] + second
+            assert partition.end_offset_for_epoch(1) == (1, 60) and partition.latest_epoch == 2
+    asyncio.run(main())
+
+
 def test_a_swap_cut_short_by_a_crash_is_finished_at_the_next_start(tmp_path):
     """The current dir renamed `-delete` with the future's id, the future not renamed yet: the future is whole."""
     a, b, config = two_dirs(tmp_path)
