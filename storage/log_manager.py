@@ -118,13 +118,14 @@ class LogManager:
         self.preferred_log_dirs: dict[tuple[str, int], str] = {}
         #: cordoned.log.dirs: no new partition goes there (absolute paths)
         self.cordoned_log_dirs: frozenset[str] = frozenset()
+        self._orphan_futures: set[str] = set()      # future log dirs found without their current log
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._checkpoints_due: set[str] = set()
         #: (dir, file) -> the entries last written there; a pass that would write the same skips it
         self._last_written: dict[tuple[str, str], dict] = {}
         self.checkpoint_writes = 0   # files written (a figure for tests and operators)
-        self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
+        self.cleaner = LogCleaner(self._cleanable_logs_by_dir, clock, cleaner_backoff_ms,
                                   upper_bound=cleaner_upper_bound) if cleaner_enabled else None
         self.started = False
         self._dir_failed = dir_failed
@@ -169,7 +170,9 @@ class LogManager:
                     continue
                 twin = f"{topic}-{partition}.{unique}{DELETE_DIR_SUFFIX}"
                 if not any(twin in e for e in names.values()):
-                    log.warning("%s: a future log without its current log; left as it is", name)
+                    # its current log may be on a disk that is not there now: nothing of it is touched
+                    log.warning("%s in %s: a future log without its current log; left as it is", name, directory)
+                    self._orphan_futures.add(os.path.join(directory, name))
                     continue
                 os.rename(os.path.join(directory, name), os.path.join(directory, f"{topic}-{partition}"))
                 checkpoint.fsync_dir(directory)
@@ -199,6 +202,8 @@ class LogManager:
                     if parsed is None:
                         continue
                     tp, future = parsed[:2], True
+                    if entry.path in self._orphan_futures:
+                        continue
                     if tp in self._future_logs:
                         raise RuntimeError(f"duplicate future log directories for {tp}: "
                                            f"{self._future_dir_of[tp]} and {directory}")
@@ -252,6 +257,13 @@ class LogManager:
             for tp, lg in self._logs.items():
                 result[self._dir_of[tp]].append(lg)
         return result
+
+    def _cleanable_logs_by_dir(self) -> dict[str, list[UnifiedLog]]:
+        """What the cleaner may clean: not a log being moved to another dir (Kafka pauses its cleaning)."""
+        with self._lock:
+            moving = set(self._future_logs)
+        return {d: [lg for lg in logs if (lg.topic, lg.partition) not in moving]
+                for d, logs in self.logs_by_dir().items()}
 
     def _checkpointed_logs(self, directory: str) -> list[UnifiedLog]:
         """The logs whose offsets ``directory``'s checkpoints hold: its current and its future logs."""

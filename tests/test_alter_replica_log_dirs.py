@@ -242,6 +242,7 @@ def test_a_swap_cut_short_by_a_crash_is_finished_at_the_next_start(tmp_path):
         assert again.log_dir_of(T, 0) == b and again.get_log(T, 0).log_end_offset == 1
         assert not os.path.exists(os.path.join(a, f"t-0.{unique}-delete"))
         assert os.path.isdir(os.path.join(a, f"u-0.{'cd' * 16}-future")) and again.get_log("u", 0) is None
+        assert again.get_future_log("u", 0) is None       # not loaded either: a new log of u-0 cannot overwrite it
     finally:
         again.shutdown()
 
