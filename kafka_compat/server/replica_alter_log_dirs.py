@@ -62,8 +62,8 @@ class ReplicaAlterLogDirsThread(threading.Thread):
                 except Exception as e:       # a disk error, a closed log: this move stops, the others go on
                     self.remove(partition.key)
                     self.manager.failed(partition, e)
-            if not busy:
-                self.wake.wait(IDLE_WAIT_S)
+            if not busy:      # nothing to move: sleep until a move comes (no polling on an idle broker)
+                self.wake.wait(IDLE_WAIT_S if partitions else None)
                 self.wake.clear()
 
     def _step(self, partition: Partition) -> bool:
