@@ -130,7 +130,6 @@ ALLOWED: list[tuple[str, str, str]] = [
 # (API name or "*", path pattern, reason with the issue that removes it)
 KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
-        (34, "AlterReplicaLogDirs", 35),
         (83, "InitializeShareGroupState", 34), (84, "ReadShareGroupState", 34), (85, "WriteShareGroupState", 34),
         (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34), (88, "StreamsGroupHeartbeat", 31),
         (89, "StreamsGroupDescribe", 31), (93, "Kafka 4.4's API 93 (our schemas are Kafka 4.3's)", 30),
@@ -158,9 +157,6 @@ KNOWN: list[tuple[str, str, str]] = [
         ("group.coordinator.rebalance.protocols", "Streams groups are not built yet", 31),
         ("remote.*", "tiered storage is not built yet", 33),
         ("follower.fetch.last.tiered.offset.enable", "tiered storage is not built yet", 33),
-        ("cordoned.log.dirs", "cordoned log dirs are not built yet", 35),
-        ("num.replica.alter.log.dirs.threads", "moving replicas between log dirs is not built yet", 35),
-        ("alter.log.dirs.replication.quota.*", "moving replicas between log dirs is not built yet", 35),
         ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),
         ("group.consumer.assignment.interval.ms", "read_only: Kafka 4.4 batches consumer-group assignment "
          "updates at this interval and lets it change at runtime; ours assigns at each heartbeat", 30),

@@ -1313,6 +1313,56 @@ def test_kafka_reassign_partitions_between_log_dirs(single, tmp_path):
             "the replica's move")
         assert Path(destination, f"{topic}-0").exists() and not Path(source, f"{topic}-0").exists()
         assert [v for _, _, v, _ in read(two, topic)[0]] == [b"moved"]
+        # kafka-log-dirs sees the replica in its new dir, whole, and no future replica left
+        report = json.loads(lines(tool("kafka-log-dirs", "--bootstrap-server", two.bootstrap, "--describe",
+                                       "--topic-list", topic).stdout)[2])
+        [entry] = report["brokers"]
+        by_dir = {d["logDir"]: d["partitions"] for d in entry["logDirs"]}
+        assert set(by_dir) == set(dirs) and by_dir[source] == []
+        assert by_dir[destination] == [{"partition": f"{topic}-0", "size": logical_size(destination, topic, 0),
+                                        "offsetLag": 0, "isFuture": False}]
+        two.close()
+
+
+def test_kafka_reassign_partitions_moves_a_log_dir_under_load_through_a_sigkill(tmp_path):
+    """The plan's log_dirs with --replica-alter-log-dirs-throttle, an idempotent producer writing all along,
+    the broker SIGKILLed in the middle of the copy: the move resumes and completes, and every acknowledged
+    record is read back once, in order, from the new dir."""
+    import test_alter_replica_log_dirs as jbod
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with EmbeddedBroker({"group.initial.rebalance.delay.ms": 0, "log.segment.bytes": 256 * 1024},
+                        log_dir=",".join(dirs)) as b:
+        two = Target("broker", broker=b)
+        topic = two.create_topic(unique("log-dir-load"))
+        source = next(d for d in dirs if Path(d, f"{topic}-0").exists())
+        destination = next(d for d in dirs if d != source)
+        load = jbod.Load(b.bootstrap, topic)
+        wait_for(lambda: len(load.acked) > 20000, "a log of a few MB")
+        filled = load.stop()
+        # from now on slower than the throttle, or the copy would never catch up (as in Kafka)
+        load = jbod.Load(b.bootstrap, topic, start=5_000_000, pause=0.1)
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [0], "log_dirs": [destination]}]}))
+        cmd = ("kafka-reassign-partitions", "--bootstrap-server", two.bootstrap)
+        out = tool(*cmd, "--execute", "--reassignment-json-file", plan, "--replica-alter-log-dirs-throttle",
+                   "1000000").stdout
+        assert "The replica-alter-dir throttle limit was set to 1000000 B/s" in out
+        wait_for(lambda: jbod.replicas(b, topic).get((destination, True), (0, 0))[0] > 0, "the copy under way")
+        b.kill()
+        b.start()
+        first = load.stop()
+        load = jbod.Load(b.bootstrap, topic, start=10_000_000, pause=0.1)
+        wait_for(lambda: f"Reassignment of replica {topic}-0-0 completed" in tool(
+            *cmd, "--verify", "--reassignment-json-file", plan).stdout.replace("is completed", "completed"),
+            "the replica's move")
+        second = load.stop()
+        assert not Path(source, f"{topic}-0").exists() and Path(destination, f"{topic}-0").is_dir()
+        assert "replica.alter.log.dirs.io.max.bytes.per.second" not in broker_config(two, 0)   # verify cleared it
+        acked = filled + first + second
+        got = jbod.consume_all(b.bootstrap, topic, len(acked))
+        wanted = set(acked)
+        assert len(got) == len(set(got)) and [v for v in got if v in wanted] == acked
         two.close()
 
 

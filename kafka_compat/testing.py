@@ -74,6 +74,18 @@ def _kill(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
+def wait_until(predicate: Callable[[], object], timeout: float = 60.0, what: str = "condition",
+               interval: float = 0.1):
+    """Poll ``predicate`` until it returns something true (returned), or raise TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
 class _Started:
     """``with X() as x``: started on entry (and closed again if starting fails), closed on exit."""
 
@@ -588,13 +600,7 @@ class EmbeddedCluster(_Started):
         return state["leader"] if state else None
 
     def wait_until(self, predicate: Callable[[], object], timeout: float = 60.0, what: str = "condition"):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.1)
-        raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        return wait_until(predicate, timeout, what)
 
     def wait_for_leader(self, topic: str, partition: int, timeout: float = 60.0,
                         exclude: set[int] = frozenset()) -> int:

@@ -26,7 +26,7 @@ CURRENT_VERSION = 0
 _READ_SIZE = 65536
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -41,7 +41,7 @@ def _write_atomically(path: str, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path) or ".")
+    fsync_dir(os.path.dirname(path) or ".")
 
 
 class MalformedCheckpoint(ValueError):
@@ -130,6 +130,6 @@ def had_clean_shutdown(directory: str) -> bool:
 def remove_clean_shutdown(directory: str) -> None:
     try:
         os.unlink(os.path.join(directory, CLEAN_SHUTDOWN_FILE))
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except FileNotFoundError:
         pass

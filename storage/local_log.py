@@ -43,6 +43,20 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
+#: a replica being moved to another log dir of its broker: ``<topic>-<partition>.<unique id>-future``
+#: (Kafka's UnifiedLog.logFutureDirName; the unique id is a UUID without its dashes)
+FUTURE_DIR_SUFFIX = "-future"
+
+
+def topic_partition_of(name: str) -> tuple[str, int]:
+    """(topic, partition) of a partition directory's name, a future replica's too (Kafka's
+    parseTopicPartitionName); a name that is neither gives partition 0."""
+    if name.endswith(FUTURE_DIR_SUFFIX) and "." in name:
+        name = name[:name.rindex(".")]
+    topic, _, partition = name.rpartition("-")
+    return topic, int(partition) if partition.isdigit() else 0
+
+
 class TimestampAndOffset(NamedTuple):
     timestamp: int
     offset: int
@@ -55,8 +69,8 @@ class LocalLog:
                  scheduler: Scheduler | None = None, clock: Callable[[], int] = now_ms):
         self.dir = directory
         self.name = os.path.basename(directory)
-        self.topic, _, partition = self.name.rpartition("-")
-        self.partition = int(partition) if partition.isdigit() else 0
+        self.topic, self.partition = topic_partition_of(self.name)
+        self.is_future = self.name.endswith(FUTURE_DIR_SUFFIX)
         self.config = config or LogConfig()
         self.closed = False
         self._clock = clock

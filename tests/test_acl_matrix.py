@@ -46,6 +46,7 @@ from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsTo
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafka_compat.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from kafka_compat.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -1028,6 +1029,20 @@ async def describe_delegation_token(ctx: Ctx):
 
 
 # -- cluster -----------------------------------------------------------------------------------
+
+@case(34)
+async def alter_replica_log_dirs(ctx: Ctx):
+    topic = await ctx.topic()
+    R = AlterReplicaLogDirsRequest
+    body = R(dirs=[R.AlterReplicaLogDir(path=ctx.broker.log_dir, topics=[R.AlterReplicaLogDirTopic(
+        name=topic, partitions=[0])])])
+    r = await ctx.call(34, 2, body)
+    assert [(t.topic_name, p.error_code) for t in r.results for p in t.partitions] == [
+        (topic, E.CLUSTER_AUTHORIZATION_FAILED)]
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(34, 2, body)       # already in that dir: nothing to move
+    assert [(t.topic_name, p.error_code) for t in r.results for p in t.partitions] == [(topic, 0)]
+
 
 @case(35)
 async def describe_log_dirs(ctx: Ctx):

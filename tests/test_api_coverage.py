@@ -15,7 +15,6 @@ KRAFT_QUORUM_ONLY = {55: "DescribeQuorum", 64: "UnregisterBroker", 80: "AddRaftV
 # api key -> (what is missing, the issue that builds it)
 STILL_OPEN = {
     22: ("InitProducerId v6: KIP-939 two-phase commit", 31),
-    34: ("AlterReplicaLogDirs: JBOD moves", 35),
     78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
     79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
     **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers

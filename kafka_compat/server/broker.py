@@ -349,13 +349,24 @@ class Broker:
             raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
                                    f"{e.strerror or e}") from e
 
+    def _alter_log_dirs_settings(self) -> dict:
+        """What ReplicaManager moves replicas between log dirs with; cordoned.log.dirs follows its dynamic value."""
+        dynamic = self.dynamic_config.broker_config
+
+        def cordon(changed: set[str]) -> None:
+            if "cordoned.log.dirs" in changed and self.log_manager is not None:
+                self.log_manager.cordoned_log_dirs = frozenset(map(os.path.abspath, self.config.cordoned_log_dirs))
+        dynamic.add_reconfigurable(cordon)
+        return {"alter_log_dirs_threads": self.config["num.replica.alter.log.dirs.threads"],
+                "alter_log_dirs_rate": lambda: dynamic.current["replica.alter.log.dirs.io.max.bytes.per.second"]}
+
     def _new_log_manager(self, default_config, topic_config, failures: LogDirFailureChannel | None = None
                          ) -> LogManager:
         """``failures``: a cluster member's LogDirFailureChannel, told of the background work's I/O errors."""
         cfg = self.config
         # The flusher wakes at least every second so flush.ms is honoured even when
         # log.flush.scheduler.interval.ms keeps Kafka's "never" default.
-        return LogManager(
+        manager = LogManager(
             self.log_dirs, default_config, topic_config=topic_config,
             retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
@@ -365,6 +376,8 @@ class Broker:
             recovery_threads_per_data_dir=cfg["num.recovery.threads.per.data.dir"],
             dir_failed=None if failures is None else lambda d, what, e: failures.maybe_add_offline_log_dir(
                 d, f"error while {what} in dir {d}", e))
+        manager.cordoned_log_dirs = frozenset(map(os.path.abspath, cfg.cordoned_log_dirs))
+        return manager
 
     def _new_socket_server(self, connection_quotas: ConnectionQuotas) -> SocketServer:
         """Requests pass the RequestChannel (quotas, request metrics) on their way to KafkaApis."""
@@ -409,7 +422,7 @@ class Broker:
             hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
             fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
             produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"],
-            broker_topic_stats=self.broker_topic_stats)
+            broker_topic_stats=self.broker_topic_stats, **self._alter_log_dirs_settings())
         self.replica_manager.startup()
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         self.controller.startup(self.replica_manager)
@@ -518,7 +531,7 @@ class Broker:
             inter_broker_listener=cfg.inter_broker_listener_name,
             replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
             rack_aware_reads=(cfg["replica.selector.class"] or "").endswith(".RackAwareReplicaSelector"),
-            log_dir_failure_channel=self.log_dir_failure_channel)
+            log_dir_failure_channel=self.log_dir_failure_channel, **self._alter_log_dirs_settings())
         self.replica_manager.startup()
         self.log_dir_failure_channel.start(loop, self._on_log_dir_failure)
         self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))

@@ -45,7 +45,7 @@ BROKER_QUOTA_CONFIG_DEF = (
 DYNAMIC_SECURITY_CONFIGS = frozenset(n for n in DYNAMIC_BROKER_CONFIGS if n.startswith("ssl."))
 # per broker only: listeners and security (Kafka's PerBrokerConfigs)
 PER_BROKER_CONFIGS = DYNAMIC_SECURITY_CONFIGS | {"listeners", "advertised.listeners",
-                                                 "listener.security.protocol.map"}
+                                                 "listener.security.protocol.map", "cordoned.log.dirs"}
 THREAD_COUNT_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                         "background.threads")
 # Kafka's DynamicConnectionQuota: applied by the broker's reconfigurable, checked by its validator
@@ -54,7 +54,7 @@ CONNECTION_CONFIGS = ("max.connections", "max.connections.per.ip", "max.connecti
 TOPIC_DEFAULT_CONFIGS = frozenset(s.name for synonyms in TOPIC_CONFIG_SYNONYMS.values() for s in synonyms)
 # what this broker applies at runtime
 APPLIED_CONFIGS = frozenset((TOPIC_DEFAULT_CONFIGS & DYNAMIC_BROKER_CONFIGS) | set(THREAD_COUNT_CONFIGS)
-                            | set(CONNECTION_CONFIGS) | set(BROKER_QUOTA_CONFIG_DEF))
+                            | set(CONNECTION_CONFIGS) | set(BROKER_QUOTA_CONFIG_DEF) | {"cordoned.log.dirs"})
 
 
 def _set(names) -> str:

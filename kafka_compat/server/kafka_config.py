@@ -217,6 +217,12 @@ BROKER_CONFIG_DEF = (
     .define("replica.fetch.response.max.bytes", INT, 10 * 1024 * 1024, at_least(0), MEDIUM,
             "Most bytes in one follower fetch response.")
     .define("num.replica.fetchers", INT, 1, None, HIGH, "Follower fetcher threads per source broker.")
+    .define("num.replica.alter.log.dirs.threads", INT, None, None, HIGH,
+            "Threads moving replicas between log directories (unset: one per log directory).")
+    .define("alter.log.dirs.replication.quota.window.num", INT, 11, at_least(1), LOW,
+            "Samples kept for the quota on moving replicas between log directories.")
+    .define("alter.log.dirs.replication.quota.window.size.seconds", INT, 1, at_least(1), LOW,
+            "Time span of each sample of that quota.")
     .define("replica.fetch.backoff.ms", INT, 1000, at_least(0), MEDIUM, "Wait after a follower fetch fails.")
     .define("fetch.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
             "Completed fetches that may linger in watch lists before a purge.")
@@ -230,6 +236,8 @@ BROKER_CONFIG_DEF = (
     .define("log.dir", LIST, "/tmp/kafka-logs", None, HIGH,
             "Data directory, used when log.dirs is unset. Our CLI passes ./kafka-compat-data.")
     .define("log.dirs", LIST, None, None, HIGH, "Comma-separated data directories; overrides log.dir.")
+    .define("cordoned.log.dirs", LIST, "", None, HIGH,
+            "Log directories (entries of log.dirs or log.dir, or * for all) that take no new replica (KIP-1066).")
     .define("num.recovery.threads.per.data.dir", INT, 2, at_least(1), HIGH,
             "Threads per data directory for recovery at start and flush at stop.")
     .define(*_from_topic("log.segment.bytes", HIGH))
@@ -681,7 +689,7 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
         "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
         "sasl.enabled.mechanisms", "sasl.jaas.config", "max.connections", "max.connection.creation.rate",
         "max.connections.per.ip", "max.connections.per.ip.overrides", "num.network.threads",
-        "producer.id.expiration.ms", "transaction.partition.verification.enable",
+        "producer.id.expiration.ms", "transaction.partition.verification.enable", "cordoned.log.dirs",
     })
 
 # Values DescribeConfigs must hide: PASSWORD types (and anything of unknown type).
@@ -763,6 +771,28 @@ class BrokerConfig(DictView):
     @property
     def node_id(self) -> int:
         return self["node.id"]
+
+    @property
+    def cordoned_log_dirs(self) -> list[str]:
+        """cordoned.log.dirs as the log.dirs entries it names (``*``: all of them); ConfigError as Kafka's
+        validateCordonedLogDirs for an empty entry, ``*`` beside others, or an entry not in log.dirs."""
+        entries = list(dict.fromkeys(self["cordoned.log.dirs"] or []))
+        if any(not e for e in entries):
+            raise ConfigError("cordoned.log.dirs", self["cordoned.log.dirs"],
+                              "Configuration 'cordoned.log.dirs' values must not be empty.")
+        dirs = self.log_dirs
+        if "*" in entries:
+            if len(entries) != 1:
+                raise ConfigError("cordoned.log.dirs", self["cordoned.log.dirs"],
+                                  "requirement failed: When cordoned.log.dirs is set to *, it must not contain "
+                                  "other values")
+            return dirs
+        missing = [e for e in entries if e not in dirs]
+        if missing:
+            raise ConfigError("cordoned.log.dirs", self["cordoned.log.dirs"],
+                              "requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or "
+                              f"log.dir. Missing entries : {', '.join(missing)}")
+        return [d for d in dirs if d in entries]
 
     @property
     def log_dirs(self) -> list[str]:
@@ -862,6 +892,7 @@ class BrokerConfig(DictView):
         if not self.log_dirs:
             raise ConfigError("log.dirs", self["log.dirs"],
                               "At least one log directory must be defined via log.dirs or log.dir.")
+        self.cordoned_log_dirs     # noqa: B018 (Kafka's validateCordonedLogDirs)
         for name in ("replica.socket.timeout.ms", "replica.lag.time.max.ms"):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],

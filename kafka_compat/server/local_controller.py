@@ -129,6 +129,15 @@ class LocalController:
         if now < end:
             asyncio.get_running_loop().call_soon(self._publish_later, name, topic_id, now, end)
 
+    def _usable_brokers(self) -> int:
+        """1, or 0 when every log dir is cordoned (KIP-1066: Kafka's controller then places no new replica on
+        the broker)."""
+        rm = self.replica_manager
+        if rm is None:
+            return 1
+        dirs = rm.log_manager.log_dirs
+        return 0 if dirs and set(dirs) <= rm.cordoned_log_dirs else 1
+
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
         log_config(self.config, configs)
@@ -153,9 +162,10 @@ class LocalController:
         if replication_factor < 1:
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              "Replication factor must be larger than 0.")
-        if replication_factor > 1:
+        if replication_factor > self._usable_brokers():
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                             f"Replication factor: {replication_factor} larger than available brokers: 1.")
+                             f"Replication factor: {replication_factor} larger than available brokers: "
+                             f"{self._usable_brokers()}.")
         self.check_configs(configs)
         return partitions, replication_factor
 
@@ -237,6 +247,9 @@ class LocalController:
                              f"Topic already has {topic.partitions} partitions.")
         if count > MAX_PARTITIONS:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
+        if not self._usable_brokers():
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor: 1 larger than available brokers: 0.")
         if validate_only:
             return
         old = topic.partitions

@@ -14,10 +14,18 @@ proposal goes to the controller through the AlterPartitionManager. While it is
 pending, the "maximal" ISR (committed plus any replica being added) holds back
 the high watermark and decides acks=-1, so an expansion counts at once and a
 shrink only once the controller has committed it.
+
+A replica moving to another log dir of this broker (AlterReplicaLogDirs) has a future log beside its
+log: the ReplicaAlterLogDirsManager's threads copy into it with `copy_to_future_log` while the
+partition goes on serving from its log, and `maybe_replace_current_with_future_log` swaps the two on
+the event loop once the future log has everything (Kafka's maybeReplaceCurrentWithFutureReplica).
+``future_lock`` (Kafka's futureLogLock) keeps a copy step, a truncation and the swap apart.
 """
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -138,6 +146,8 @@ class Partition:
         # doubt or gone, and another broker may lead by now. Only a LeaderAndIsr (or the session coming
         # back unchanged) ends it.
         self.fenced = False
+        self.future_log: UnifiedLog | None = None    # the replica being moved to another log dir
+        self.future_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch}, "
@@ -284,10 +294,115 @@ class Partition:
                 pass
 
     def truncate_to(self, offset: int) -> bool:
-        return self.log.truncate_to(offset)
+        if self.future_log is None:
+            return self.log.truncate_to(offset)
+        with self.future_lock:     # what the future log copied past the new end goes too
+            truncated = self.log.truncate_to(offset)
+            if self.future_log is not None and self.future_log.log_end_offset > offset:
+                self.future_log.truncate_to(offset)
+            return truncated
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self.log.truncate_fully_and_start_at(offset)
+        if self.future_log is None:
+            self.log.truncate_fully_and_start_at(offset)
+            return
+        with self.future_lock:
+            self.log.truncate_fully_and_start_at(offset)
+            if self.future_log is not None:
+                self.future_log.truncate_fully_and_start_at(offset)
+
+    # -- moving to another log dir (AlterReplicaLogDirs) ------------------------------------
+    @property
+    def future_log_dir(self) -> str | None:
+        """The log dir the replica is moving to, or None."""
+        future = self.future_log
+        return os.path.dirname(future.dir) if future is not None else None
+
+    def future_replica_dir_changed(self, directory: str) -> bool:
+        """Kafka's futureReplicaDirChanged: a move is under way, to another dir than ``directory``."""
+        target = self.future_log_dir
+        return target is not None and target != directory
+
+    def set_future_log(self, future: UnifiedLog) -> None:
+        with self.future_lock:
+            self.future_log = future
+
+    def remove_future_log(self) -> UnifiedLog | None:
+        """The move stops (the caller deletes the future log, or keeps it for the next start)."""
+        with self.future_lock:
+            future, self.future_log = self.future_log, None
+            return future
+
+    @property
+    def future_log_end_offset(self) -> int:
+        future = self.future_log
+        return future.log_end_offset if future is not None else -1
+
+    @property
+    def future_log_size(self) -> int:
+        future = self.future_log
+        return future.size if future is not None else 0
+
+    def copy_to_future_log(self, max_bytes: int) -> int:
+        """One step of the move (a mover thread): the next batches of the log, at most ``max_bytes`` (one
+        batch at least), appended to the future log as a follower appends what it fetched (offsets,
+        epochs and producer state kept). The future log follows the log's start and high watermark, and
+        starts over from the log's start when it cannot continue (retention passed its end, or it ends
+        past the log). Returns the bytes copied (0: it has everything; -1: no move)."""
+        with self.future_lock:
+            future, current = self.future_log, self.log
+            if future is None:
+                return -1
+            end = future.log_end_offset
+            if end < current.log_start_offset or end > current.log_end_offset:
+                future.truncate_fully_and_start_at(current.log_start_offset)
+                end = current.log_start_offset
+            copied = 0
+            if end < current.log_end_offset:
+                try:
+                    # no more than a segment holds: an append must fit in one
+                    info = current.read(end, min(max_bytes, future.config.segment_bytes), FetchIsolation.LOG_END,
+                                        True)
+                except KafkaError:         # retention moved the start past ``end`` meanwhile: the next step starts over
+                    return 0
+                data = info.records.read_bytes()
+                if data:
+                    future.append_as_follower(data)
+                    copied = len(data)
+            future.update_high_watermark(min(current.high_watermark, future.log_end_offset))
+            start = min(current.log_start_offset, future.high_watermark)
+            if start > future.log_start_offset:
+                future.maybe_increment_log_start_offset(start)
+            return copied
+
+    def flush_future_log(self) -> None:
+        future = self.future_log
+        if future is not None:
+            future.flush()
+
+    def maybe_replace_current_with_future_log(self, replace: Callable[[], UnifiedLog], max_tail_bytes: int) -> bool:
+        """On the event loop (no append can come between the check and the swap): if the future log is
+        at most ``max_tail_bytes`` behind, copy the rest and let ``replace()`` (the LogManager's swap)
+        make it the log. True if the log was replaced."""
+        current, copied = self.log, 0
+        while self.future_log is not None and self.future_log_end_offset < current.log_end_offset:
+            if copied >= max_tail_bytes:
+                return False       # still far behind: the mover goes on
+            step = self.copy_to_future_log(max_tail_bytes - copied)
+            if step <= 0:
+                return False
+            copied += step
+        with self.future_lock:
+            future = self.future_log
+            if future is None or future.log_end_offset != current.log_end_offset or current is not self.log:
+                return False
+            # an epoch this broker started leading without writing in it yet is in no batch: carry it over
+            for entry in current.leader_epoch_cache.entries:
+                if future.latest_epoch is None or entry.epoch > future.latest_epoch:
+                    future.maybe_assign_epoch_start_offset(entry.epoch, entry.start_offset)
+            self.log = replace()
+            self.future_log = None
+            return True
 
     @property
     def latest_epoch(self) -> int | None:

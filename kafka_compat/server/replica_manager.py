@@ -25,6 +25,11 @@ then takes every partition of that dir offline, as Kafka's handleLogDirFailure: 
 Produce and Fetch answer KAFKA_STORAGE_ERROR, and LeaderAndIsr answers KAFKA_STORAGE_ERROR for it,
 which tells the controller to move its leadership away. A single node has no channel: it answers
 KAFKA_STORAGE_ERROR per request and goes on once the disk has room again.
+
+AlterReplicaLogDirs (`alter_replica_log_dirs`, Kafka's alterReplicaLogDirs) moves a replica to another
+log dir of this broker: a future log is made there and the ReplicaAlterLogDirsManager's threads copy
+into it while the partition serves; the swap runs on the event loop. A future log found at startup is
+resumed as soon as its partition is hosted again (Kafka resumes it on the LeaderAndIsr).
 """
 from __future__ import annotations
 
@@ -33,7 +38,9 @@ import logging
 import os
 from typing import Callable, NamedTuple
 
+from kafka_compat.configdef import LONG_MAX
 from kafka_compat.storage import checkpoint
+from kafka_compat.storage.local_log import FUTURE_DIR_SUFFIX
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
 from kafka_compat.storage.scheduler import Scheduler
@@ -52,6 +59,7 @@ from .delayed_produce import DelayedProduce, ProduceResult
 from .log_dir_failure_channel import LogDirFailureChannel
 from .metadata_cache import MetadataCache, PartitionLeadership
 from .partition import LogReadResult, Partition
+from .replica_alter_log_dirs import MAX_TAIL_BYTES, ReplicaAlterLogDirsManager
 from .replica_fetcher import BrokerEndPoint, InitialFetchState, ReplicaFetcherManager
 
 log = logging.getLogger(__name__)
@@ -92,13 +100,17 @@ class ReplicaManager:
                  metadata_cache: MetadataCache | None = None,
                  alter_partition_manager=None, fetcher_manager_factory: Callable | None = None,
                  inter_broker_listener: str | None = None, replica_lag_time_max_ms: int = 30000,
-                 rack_aware_reads: bool = False, log_dir_failure_channel: LogDirFailureChannel | None = None):
+                 rack_aware_reads: bool = False, log_dir_failure_channel: LogDirFailureChannel | None = None,
+                 alter_log_dirs_threads: int | None = None, alter_log_dirs_rate: Callable[[], int] | None = None):
         """A single node needs only the first arguments (and the BrokerTopicStats its metrics read).
         A cluster member also gets the MetadataCache (leaders' addresses on ``inter_broker_listener``,
         which brokers are alive), the AlterPartitionManager its partitions propose ISR changes through,
         and ``fetcher_manager_factory(replica_manager)`` building its ReplicaFetcherManager;
         ``rack_aware_reads``: replica.selector.class is Kafka's RackAwareReplicaSelector (KIP-392);
-        ``log_dir_failure_channel``: where write errors put a log dir offline (a cluster member's)."""
+        ``log_dir_failure_channel``: where write errors put a log dir offline (a cluster member's);
+        ``alter_log_dirs_threads`` (num.replica.alter.log.dirs.threads, None: one per log dir) and
+        ``alter_log_dirs_rate()`` (replica.alter.log.dirs.io.max.bytes.per.second) run the moves between
+        log dirs."""
         self.broker_id = broker_id
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
         self.isr_change_meters = IsrChangeMeters()      # mark_shrink()/mark_expand() where the ISR changes
@@ -132,20 +144,28 @@ class ReplicaManager:
         self.log_dir_failure_channel = log_dir_failure_channel
         self.offline_partitions: set[tuple[str, int]] = set()   # Kafka's HostedPartition.Offline
         self.offline_log_dirs: list[str] = []
+        self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(
+            alter_log_dirs_threads or len(log_manager.log_dirs), self._replace_current_with_future_log,
+            alter_log_dirs_rate or (lambda: LONG_MAX), self._move_failed)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
         """On the event loop: the purgatories, the high watermarks checkpointed last time, the checkpoint task."""
         loop = asyncio.get_running_loop()
+        self.alter_log_dirs_manager.start(loop)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", broker_id=self.broker_id, loop=loop,
                                                          purge_interval=self._fetch_purge_interval)
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id, loop=loop,
                                                            purge_interval=self._produce_purge_interval)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", broker_id=self.broker_id,
                                                                   loop=loop)
-        for directory in self.log_manager.log_dirs:
-            self._hw_checkpoints.update(
-                checkpoint.read_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)))
+        lm = self.log_manager
+        for directory in lm.log_dirs:
+            for key, hw in checkpoint.read_offsets(
+                    os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT)).items():
+                # a replica moved to another dir may still be named in the old dir's file: its dir's entry counts
+                if lm.log_dir_of(*key) in (directory, None):
+                    self._hw_checkpoints.setdefault(key, hw)
         self._scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                                  self.hw_checkpoint_interval_ms, self.hw_checkpoint_interval_ms)
         if self.alter_partition_manager is not None:
@@ -171,6 +191,7 @@ class ReplicaManager:
         """Stop the checkpoint task and write the high watermarks one last time (before the logs close)."""
         if self._isr_expiration is not None:
             self._isr_expiration.cancel()
+        self.alter_log_dirs_manager.shutdown()     # a move under way resumes at the next start
         self._scheduler.shutdown()
         self.log_dir_failure_channel = None     # stopping: a dir that fails now is left to recovery at the next start
         self.checkpoint_high_watermarks()
@@ -263,6 +284,11 @@ class ReplicaManager:
                               isr_change_meters=self.isr_change_meters)
         self.partitions[(topic, index)] = partition
         high_watermark_moves()     # a draw of its own: the next checkpoint walks the partitions again
+        future = self.log_manager.get_future_log(topic, index)
+        if future is not None:     # a move that the last run did not finish goes on
+            log.info("resuming the move of %s-%d to %s", topic, index, os.path.dirname(future.dir))
+            partition.set_future_log(future)
+            self.alter_log_dirs_manager.add(partition)
         return partition
 
     def apply_local_leadership(self, topic: str, topic_id: bytes, states: dict[int, PartitionLeadership],
@@ -490,9 +516,12 @@ class ReplicaManager:
     def _stop_partitions(self, stopping) -> None:
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions([key for key, _ in stopping])
+        self.alter_log_dirs_manager.remove([key for key, delete in stopping if delete])
         for key, delete in stopping:
             self._awaiting_leader.discard(key)
             if delete:
+                if (partition := self.partitions.get(key)) is not None:
+                    partition.remove_future_log()
                 self.partitions.pop(key, None)
                 self._hw_checkpoints.pop(key, None)
                 high_watermark_moves()
@@ -772,14 +801,104 @@ class ReplicaManager:
         return op.future
 
     # -- descriptions -------------------------------------------------------------------------------
-    def log_dir_sizes(self) -> dict[str, dict[tuple[str, int], int]]:
-        """DescribeLogDirs: {log dir: {(topic, partition): size in bytes}}."""
-        out: dict[str, dict[tuple[str, int], int]] = {d: {} for d in self.log_manager.log_dirs}
-        for key, partition in list(self.partitions.items()):
+    def describe_log_dirs(self) -> dict[str, list[tuple[str, int, int, int, bool]]]:
+        """DescribeLogDirs (Kafka's describeLogDirs): {log dir: [(topic, partition, size, offset lag,
+        is future)]}. A log's lag is how far its end is below the high watermark (0 on a leader); a
+        future log's is how far it is behind the partition's log."""
+        out: dict[str, list] = {d: [] for d in self.log_manager.log_dirs}
+        for (topic, index), partition in list(self.partitions.items()):
             parent = os.path.dirname(partition.log_dir)
             if parent in out:
-                out[parent][key] = partition.log_size
+                out[parent].append((topic, index, partition.log_size,
+                                    max(partition.high_watermark - partition.log_end_offset, 0), False))
+            future = partition.future_log_dir
+            if future in out:
+                out[future].append((topic, index, partition.future_log_size,
+                                    max(partition.log_end_offset - partition.future_log_end_offset, 0), True))
         return out
+
+    @property
+    def cordoned_log_dirs(self) -> frozenset[str]:
+        return self.log_manager.cordoned_log_dirs
+
+    # -- moving replicas between log dirs (AlterReplicaLogDirs) ----------------------------------
+    def alter_replica_log_dirs(self, partition_dirs: dict[tuple[str, int], str]) -> dict[tuple[str, int], int]:
+        """Kafka's alterReplicaLogDirs: {(topic, partition): destination dir} -> {(topic, partition): error}.
+
+        Per partition: a topic whose future dir name would pass 255 bytes is INVALID_TOPIC_EXCEPTION, a dir
+        not in log.dirs LOG_DIR_NOT_FOUND, an offline one (or any offline dir: no future log is made while
+        one is) KAFKA_STORAGE_ERROR, a cordoned one INVALID_REPLICA_ASSIGNMENT. A move already going to
+        another dir stops (its future log is deleted). The dir is remembered for a partition not hosted
+        yet (created there when it comes), which answers REPLICA_NOT_AVAILABLE. A hosted partition not in
+        that dir gets a future log there and the move starts."""
+        return {key: self._alter_replica_log_dir(*key, destination)
+                for key, destination in partition_dirs.items()}
+
+    def _alter_replica_log_dir(self, topic: str, index: int, destination: str) -> int:
+        lm = self.log_manager
+        if len(f"{topic}-{index}.{'0' * 32}{FUTURE_DIR_SUFFIX}".encode()) > 255:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        try:
+            if not lm.is_log_dir_online(destination):
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        except KafkaError as e:
+            return e.error_code
+        if destination in lm.cordoned_log_dirs:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        key = (topic, index)
+        if key in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        partition = self.partitions.get(key)
+        if partition is not None and partition.future_replica_dir_changed(destination):
+            self._stop_move(partition)
+        lm.maybe_update_preferred_log_dir(topic, index, destination)
+        if partition is None:
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        if os.path.dirname(partition.log_dir) == destination or partition.future_log is not None:
+            return ErrorCode.NONE
+        if self.offline_log_dirs:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        try:
+            future = lm.create_future_log(topic, index, self.topic_config(topic))
+        except KafkaError as e:
+            log.error("%s", e.message)
+            return e.error_code
+        log.info("moving %s-%d from %s to %s", topic, index, os.path.dirname(partition.log_dir), destination)
+        partition.set_future_log(future)
+        self.alter_log_dirs_manager.add(partition)
+        return ErrorCode.NONE
+
+    def _stop_move(self, partition: Partition) -> None:
+        self.alter_log_dirs_manager.remove([partition.key])
+        if partition.remove_future_log() is not None:
+            self.log_manager.delete_future_log(partition.topic, partition.index)
+
+    def _replace_current_with_future_log(self, partition: Partition) -> bool:
+        """The mover's last step, on the event loop: the future log takes over (Partition's swap)."""
+        if self.partitions.get(partition.key) is not partition:
+            return False
+        source = os.path.dirname(partition.log_dir)
+        try:
+            replaced = partition.maybe_replace_current_with_future_log(
+                lambda: self.log_manager.replace_current_with_future_log(partition.topic, partition.index),
+                MAX_TAIL_BYTES)
+        except OSError as e:
+            log.error("cannot replace %s-%d with its future log: %s", partition.topic, partition.index, e)
+            raise self._partition_dir_failed(partition, f"moving {partition.topic}-{partition.index}", e) from None
+        if replaced:
+            log.info("moved %s-%d from %s to %s", partition.topic, partition.index, source,
+                     os.path.dirname(partition.log_dir))
+            high_watermark_moves()        # its high watermark belongs to another dir's checkpoint now
+            self._complete_delayed(partition.key)
+        return replaced
+
+    def _move_failed(self, partition: Partition, error: BaseException) -> None:
+        """A mover thread stopped on ``error`` (on the event loop): a disk error takes its dir offline in a
+        cluster; the future log stays, and the next start resumes the move."""
+        log.error("moving %s-%d to %s stopped: %s", partition.topic, partition.index, partition.future_log_dir,
+                  error)
+        if isinstance(error, OSError) and partition.future_log_dir is not None:
+            self._dir_failed(partition.future_log_dir, f"moving {partition.topic}-{partition.index}", error)
 
     # -- failed log directories (Kafka's LogDirFailureChannel / handleLogDirFailure) --------------
     def _dir_failed(self, directory: str, what: str, error: OSError) -> None:
@@ -801,6 +920,11 @@ class ReplicaManager:
         log.warning("broker %d: stopping serving replicas in dir %s", self.broker_id, directory)
         self.offline_log_dirs.append(directory)
         keys = [k for k, p in self.partitions.items() if os.path.dirname(p.log_dir) == directory]
+        moving = [p for p in self.partitions.values() if directory in (p.future_log_dir, os.path.dirname(p.log_dir))
+                  and p.future_log is not None]
+        self.alter_log_dirs_manager.remove([p.key for p in moving])
+        for partition in moving:       # the LogManager forgets the future logs of the dir; the others stay on disk
+            partition.remove_future_log()
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions(keys)
         removed = [self.partitions.pop(k) for k in keys]

@@ -8,7 +8,9 @@ import time
 from kafka_compat.storage import checkpoint
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
-from logtools import TS, append_committed, batch, read_records
+from logtools import TS, append_committed, batch, keyed, read_records
+
+from kafka_compat.configdef import LONG_MAX
 
 
 def manager(tmp_path, clock, dirs=2, **kwargs):
@@ -178,3 +180,22 @@ def test_deleting_one_topic_among_thousands_writes_each_checkpoint_once_off_the_
     before = len(writes)
     m.shutdown()
     assert len(writes) == before          # shutdown found the files current
+
+
+def test_a_log_being_moved_to_another_dir_is_not_cleaned(tmp_path, clock):
+    """As Kafka's abortAndPauseCleaning: the cleaner leaves a partition alone while it has a future log."""
+    config = LogConfig(cleanup_policy="compact", segment_bytes=1200, message_timestamp_after_max_ms=LONG_MAX)
+    m = manager(tmp_path, clock, config=config, cleaner_enabled=True)
+    m.startup(background=False)
+    try:
+        lg = m.get_or_create_log("t", 0)
+        for i in range(20):
+            append_committed(lg, keyed([(b"k%d" % (i % 3), b"v" * 60)]))
+        other = next(d for d in m.log_dirs if d != m.log_dir_of("t", 0))
+        m.maybe_update_preferred_log_dir("t", 0, other)
+        m.create_future_log("t", 0)
+        assert not m.cleaner.clean_once()
+        m.delete_future_log("t", 0)
+        assert m.cleaner.clean_once()
+    finally:
+        m.shutdown()
