@@ -27,7 +27,7 @@ from kafka_compat.protocol.messages.alter_replica_log_dirs import AlterReplicaLo
 from kafka_compat.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.describe_log_dirs import DescribeLogDirsApi
-from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.metadata_cache import PartitionLeadership
 from kafka_compat.server.replica_manager import ReplicaManager
 from kafka_compat.testing import EmbeddedBroker, EmbeddedCluster, wait_until, zookeeper_missing
 
@@ -37,8 +37,8 @@ TOPIC_ID = b"\x01" * 16
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS = 34, 35
 
 
-def leader(epoch: int = 0) -> PartitionState:
-    return PartitionState(ME, epoch, (ME,), (ME,))
+def leader(epoch: int = 0) -> PartitionLeadership:
+    return PartitionLeadership(ME, epoch, (ME,), (ME,))
 
 
 def produce(rm: ReplicaManager, index: int, values) -> None:
@@ -100,7 +100,7 @@ def test_a_replica_moves_while_it_takes_appends_and_describe_shows_the_future_re
         rate = [20_000]       # bytes/s: slow enough to see the move under way
         async with hosting([a, b], config, alter_log_dirs_rate=lambda: rate[0]) as (logs, rm):
             api = DescribeLogDirsApi(rm)
-            assert rm.become_leader_or_follower(T, TOPIC_ID, {0: leader()}) == {0: 0}
+            assert rm.apply_local_leadership(T, TOPIC_ID, {0: leader()}) == {0: 0}
             assert os.path.isdir(os.path.join(a, "t-0"))
             sent = [b"%06d" % i + b"x" * 200 for i in range(600)]
             produce(rm, 0, sent[:500])
@@ -133,7 +133,7 @@ def test_a_replica_moves_while_it_takes_appends_and_describe_shows_the_future_re
             assert logs.log_dir_of(T, 0) == b and logs.get_future_log(T, 0) is None
             assert logs.get_log(T, 0).log_end_offset == 601
             # as a follower (a leader would raise it to its log end anyway): the checkpointed high watermark
-            rm.become_leader_or_follower(T, TOPIC_ID, {0: PartitionState(2, 1, (ME, 2), (ME, 2))})
+            rm.apply_local_leadership(T, TOPIC_ID, {0: PartitionLeadership(2, 1, (ME, 2), (ME, 2))})
             assert rm.get_partition(T, 0).high_watermark == 601 and read_all(rm, 0) == sent + [b"after"]
     asyncio.run(main())
 
@@ -147,7 +147,7 @@ def test_alter_replica_log_dirs_answers_kafkas_errors(tmp_path):
 
             def alter(moves):
                 return errors_of(api.handle_alter_replica_log_dirs(types.SimpleNamespace(body=request(moves))))
-            rm.become_leader_or_follower(T, TOPIC_ID, {0: leader()})
+            rm.apply_local_leadership(T, TOPIC_ID, {0: leader()})
             assert alter({str(tmp_path / "c"): {T: [0]}, a + "/": {T: [1]}}) == {
                 (T, 0): ErrorCode.LOG_DIR_NOT_FOUND, (T, 1): ErrorCode.LOG_DIR_NOT_FOUND}
             assert alter({a: {T: [0]}}) == {(T, 0): ErrorCode.NONE}        # already there: nothing to do
@@ -155,14 +155,14 @@ def test_alter_replica_log_dirs_answers_kafkas_errors(tmp_path):
             # a partition not hosted yet: its dir is remembered, and it is created there
             assert alter({b: {T: [5]}, a: {"x" * 250: [0]}}) == {
                 (T, 5): ErrorCode.REPLICA_NOT_AVAILABLE, ("x" * 250, 0): ErrorCode.INVALID_TOPIC_EXCEPTION}
-            rm.become_leader_or_follower(T, TOPIC_ID, {5: leader()})
+            rm.apply_local_leadership(T, TOPIC_ID, {5: leader()})
             assert logs.log_dir_of(T, 5) == b
             logs.cordoned_log_dirs = frozenset({b})
             assert alter({b: {T: [0]}}) == {(T, 0): ErrorCode.INVALID_REPLICA_ASSIGNMENT}
-            rm.become_leader_or_follower(T, TOPIC_ID, {i: leader() for i in (6, 7, 8)})
+            rm.apply_local_leadership(T, TOPIC_ID, {i: leader() for i in (6, 7, 8)})
             assert {logs.log_dir_of(T, i) for i in (6, 7, 8)} == {a}     # new partitions avoid the cordoned dir
             logs.cordoned_log_dirs = frozenset({a, b})
-            rm.become_leader_or_follower(T, TOPIC_ID, {9: leader()})
+            rm.apply_local_leadership(T, TOPIC_ID, {9: leader()})
             assert logs.log_dir_of(T, 9) == a                              # all cordoned: the first, as Kafka
             described = api.handle_describe_log_dirs(types.SimpleNamespace(body=DescribeLogDirsRequest(topics=None)))
             assert {r.log_dir: r.is_cordoned for r in described.results} == {a: True, b: True}
@@ -180,7 +180,7 @@ def test_a_move_to_another_dir_replaces_the_one_under_way(tmp_path):
     async def main():
         # a byte a second: the move never finishes here
         async with hosting([a, b, c], config, alter_log_dirs_rate=lambda: 1) as (logs, rm):
-            rm.become_leader_or_follower(T, TOPIC_ID, {0: leader()})
+            rm.apply_local_leadership(T, TOPIC_ID, {0: leader()})
             produce(rm, 0, [b"v"] * 10)
             assert rm.alter_replica_log_dirs({(T, 0): b}) == {(T, 0): ErrorCode.NONE}
             assert logs.log_dir_of(T, 0, future=True) == b
@@ -198,7 +198,7 @@ def test_a_followers_truncation_during_a_move_truncates_what_the_future_log_copi
 
     async def main():
         async with hosting([a, b], config) as (logs, rm):
-            rm.become_leader_or_follower(T, TOPIC_ID, {0: PartitionState(2, 1, (ME, 2), (ME, 2))})
+            rm.apply_local_leadership(T, TOPIC_ID, {0: PartitionLeadership(2, 1, (ME, 2), (ME, 2))})
 
             def follow(start: int, values: list[bytes], epoch: int) -> None:
                 data = bytearray()
