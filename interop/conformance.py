@@ -450,6 +450,19 @@ def wait_for_leaders(pair: Pair, names) -> None:
                 break
             assert time.monotonic() < deadline, f"{side}: no leaders for {names}: {resp}"
             time.sleep(0.1)
+        # KRaft's metadata cache names a leader a moment before that broker's replica manager leads the
+        # partition (NOT_LEADER_OR_FOLLOWER meanwhile): wait until the leader answers ListOffsets too
+        from kafka_compat.protocol.messages import list_offsets
+        L = list_offsets.ListOffsetsRequest
+        probe = L(replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(name=t.name, partitions=[
+            L.ListOffsetsPartition(partition_index=p.partition_index, timestamp=-1) for p in t.partitions])
+            for t in resp.topics])
+        leaders = {p.leader_id for t in resp.topics for p in t.partitions}
+        own = {b.node_id for b in resp.brokers if b.port == client.sock.getpeername()[1]}
+        if leaders <= own:
+            answer = until(lambda: client.call(2, 7, probe),
+                           lambda r: all(p.error_code == 0 for t in r.topics for p in t.partitions))
+            assert all(p.error_code == 0 for t in answer.topics for p in t.partitions), f"{side}: {answer}"
 
 
 
