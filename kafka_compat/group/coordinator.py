@@ -10,10 +10,11 @@ broker starts leading one, `on_resignation(index)` when it stops.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from dataclasses import dataclass, field
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from .classic.classic_group import ClassicGroup, JoinResult, SyncResult
 from .classic.classic_group_protocol import ClassicGroupProtocol
 from .coordinator_records import (
@@ -34,6 +35,8 @@ from .group_metadata_manager import GroupMetadataManager, classic_group_from_val
 from .modern.consumer_group import ConsumerGroup
 from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResult
 from .offset_metadata_manager import OffsetMetadataManager
+from .streams.streams_group import StreamsGroup
+from .streams.streams_group_protocol import StreamsGroupProtocol, StreamsHeartbeat, StreamsHeartbeatResult
 
 log = logging.getLogger(__name__)
 E = ErrorCode
@@ -76,6 +79,10 @@ class GroupCoordinator:
         self.classic = ClassicGroupProtocol(config, broker_id, self.groups, self.validate_group_status)
         self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock,
                                               self.group_configs)
+        self.streams = StreamsGroupProtocol(config, self.groups, metadata_cache, self._create_internal_topics, clock,
+                                            self.group_configs)
+        self.controller = controller
+        self._creating_internal: set[str] = set()
         self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
         self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False
@@ -98,6 +105,7 @@ class GroupCoordinator:
             self._unload(group)
         self.groups.groups.clear()
         self.consumer.shutdown()
+        self.streams.shutdown()
         self.classic.shutdown()
 
     async def wait_loaded(self) -> None:
@@ -201,15 +209,61 @@ class GroupCoordinator:
 
     def handle_consumer_group_describe(self, group_id: str) -> tuple[int, str | None, ConsumerGroup | None]:
         """(error, message, group)."""
-        error = self.validate_group_status(group_id, "ConsumerGroupDescribe")
+        return self._describe(group_id, "ConsumerGroupDescribe", ConsumerGroup, "consumer")
+
+    def _describe(self, group_id: str, api: str, kind: type, name: str) -> tuple[int, str | None, object]:
+        """(error, message, group) for ConsumerGroupDescribe and StreamsGroupDescribe: the group if it is a
+        live group of `kind`."""
+        error = self.validate_group_status(group_id, api)
         if error is not None:
             return error, None, None
         group = self.groups.get_group(group_id)
         if group is None or group.is_dead:
             return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        if not isinstance(group, ConsumerGroup):
-            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        if not isinstance(group, kind):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {name} group.", None
         return E.NONE, None, group
+
+    # ------------------------------------------------------------ streams protocol
+    def handle_streams_group_heartbeat(self, hb: StreamsHeartbeat) -> StreamsHeartbeatResult:
+        error = self.validate_group_status(hb.group_id, "StreamsGroupHeartbeat")
+        if error is not None and error != E.INVALID_GROUP_ID:
+            return StreamsHeartbeatResult(error)
+        return self.streams.heartbeat(hb)
+
+    def handle_streams_group_describe(self, group_id: str) -> tuple[int, str | None, StreamsGroup | None]:
+        """(error, message, group)."""
+        return self._describe(group_id, "StreamsGroupDescribe", StreamsGroup, "streams")
+
+    def _create_internal_topics(self, to_create: dict) -> None:
+        """A streams group's repartition and changelog topics that do not exist yet, created as Kafka's
+        coordinator has its broker create them (through the controller, with the partition count the
+        topology needs and the configs the member declared)."""
+        for name, info in sorted(to_create.items()):
+            if name in self._creating_internal:
+                continue
+            rf = info.replication_factor if info.replication_factor > 0 else -1
+            try:
+                created = self.controller.create_topic(name, info.partitions, rf, dict(info.configs))
+            except KafkaError as e:
+                if e.error_code != E.TOPIC_ALREADY_EXISTS:
+                    log.warning("cannot create the streams internal topic %s: %s", name, e)
+                continue
+            except Exception:
+                log.exception("cannot create the streams internal topic %s", name)
+                continue
+            log.info("creating the streams internal topic %s (%d partitions)", name, info.partitions)
+            if inspect.isawaitable(created):
+                self._creating_internal.add(name)
+                task = asyncio.ensure_future(created)
+                task.add_done_callback(lambda t, n=name: self._internal_created(n, t))
+
+    def _internal_created(self, name: str, task) -> None:
+        self._creating_internal.discard(name)
+        if not task.cancelled() and task.exception() is not None:
+            e = task.exception()
+            if not (isinstance(e, KafkaError) and e.error_code == E.TOPIC_ALREADY_EXISTS):
+                log.warning("cannot create the streams internal topic %s: %s", name, e)
 
     def assignor_name(self, group: ConsumerGroup) -> str:
         return self.consumer.preferred_assignor(group)
@@ -300,7 +354,8 @@ class GroupCoordinator:
 
     def not_found_message(self, group_id: str) -> str:
         """Why DescribeGroups (v6+) finds no classic group of this id, in Kafka's words."""
-        if self.groups.consumer_group(group_id) is not None:
+        group = self.groups.get_group(group_id)
+        if isinstance(group, (ConsumerGroup, StreamsGroup)) and not group.is_dead:
             return f"Group {group_id} is not a classic group."
         return f"Group {group_id} not found."
 
@@ -382,7 +437,9 @@ class GroupCoordinator:
             log.info("loaded %d groups from %s-%d", len(touched), GROUP_METADATA_TOPIC_NAME, index)
 
     def _unload(self, group) -> None:
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, StreamsGroup):
+            self.streams.on_group_unloaded(group)
+        elif isinstance(group, ConsumerGroup):
             self.consumer.on_group_unloaded(group)
         else:
             self.classic.on_group_unloaded(group)

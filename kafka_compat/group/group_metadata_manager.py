@@ -125,7 +125,7 @@ class GroupMetadataManager:
         group = self.groups.pop(group_id, None)
         if isinstance(group, ClassicGroup) and not group.is_dead:
             group.transition_to(GroupState.DEAD)
-        elif isinstance(group, ConsumerGroup):
+        elif group is not None and hasattr(group, "dead"):     # consumer and streams groups
             group.dead = True
 
     # ------------------------------------------------------------ classic groups: storing
@@ -166,6 +166,8 @@ class GroupMetadataManager:
         """Records that delete the group's metadata (not its offsets)."""
         if isinstance(group, ClassicGroup):
             return [(group_metadata_key(group.group_id), None)] if group.generation_id > 0 else []
+        if not isinstance(group, ConsumerGroup):
+            return []       # a streams group keeps nothing in the log yet
         return consumer_group_tombstones(group)
 
     def maybe_delete_group(self, group_id: str, has_offsets: bool) -> bool:

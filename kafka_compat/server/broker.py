@@ -110,6 +110,7 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
+from .streams_groups import StreamsGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
@@ -128,7 +129,7 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, StreamsGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
                    SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
@@ -139,10 +140,13 @@ TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and
 
 
 def enabled_handler_classes(config=None) -> tuple:
-    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on."""
-    if config is None or "consumer" in config["group.coordinator.rebalance.protocols"]:
+    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on,
+    the KIP-1071 ones only with the streams protocol on."""
+    if config is None:
         return HANDLER_CLASSES
-    return tuple(c for c in HANDLER_CLASSES if c is not ConsumerGroupsApi)
+    protocols = config["group.coordinator.rebalance.protocols"]
+    off = {c for c, name in ((ConsumerGroupsApi, "consumer"), (StreamsGroupsApi, "streams")) if name not in protocols}
+    return tuple(c for c in HANDLER_CLASSES if c not in off)
 
 
 def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
@@ -636,6 +640,7 @@ class Broker:
             DelegationTokenApis(self.token_manager, auth),
             ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
+            StreamsGroupsApi(self.group_coordinator, cache, auth, self.features),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
