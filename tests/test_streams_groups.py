@@ -325,3 +325,44 @@ def test_streams_version_0_turns_the_apis_off(tmp_path):
     assert on.error_code == E.NONE and r.error_code == E.NONE
     assert off.error_code == E.UNSUPPORTED_VERSION
     assert described.groups[0].error_code == E.UNSUPPORTED_VERSION
+
+
+def test_a_streams_group_is_reloaded_after_a_restart(tmp_path):
+    """Its StreamsGroup* records in __consumer_offsets bring back the epochs, topology, members and tasks."""
+    from test_groups import offsets_log_records
+
+    from kafka_compat.group.coordinator_records import read_consumer_value, read_key
+
+    async def first_life():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("in", 2, 1, {})
+        j = await c.call(88, 0, hb("m1"))
+        j = await c.call(88, 0, hb("m1", j.member_epoch, owned=T()))
+        j = await c.call(88, 0, hb("m1", j.member_epoch, owned=T()))
+        state = (await c.call(89, 0, StreamsGroupDescribeRequest(group_ids=["app"]))).groups[0]
+        kinds = set()
+        for key_bytes, value in offsets_log_records(b, "app"):
+            key = read_key(key_bytes)
+            kinds.add(getattr(key, "type", None))
+            if getattr(key, "type", None) == 22 and value is not None:
+                read_consumer_value(22, value)        # decodes as Kafka's value
+        await b.stop()
+        return j, state, kinds
+
+    async def second_life():
+        b, c = await started(tmp_path)
+        state = (await c.call(89, 0, StreamsGroupDescribeRequest(group_ids=["app"]))).groups[0]
+        again = await c.call(88, 0, hb("m1", state.members[0].member_epoch, owned=T({"0": [0, 1]})))
+        await b.stop()
+        return state, again
+
+    j, before, kinds = asyncio.run(first_life())
+    assert {17, 19, 20, 21, 22, 23} <= kinds
+    after, again = asyncio.run(second_life())
+    fields = ("group_state", "group_epoch", "assignment_epoch")
+    assert [getattr(after, f) for f in fields] == [getattr(before, f) for f in fields]
+    assert after.topology.epoch == before.topology.epoch
+    assert [(m.member_id, m.member_epoch, m.process_id) for m in after.members] == \
+        [(m.member_id, m.member_epoch, m.process_id) for m in before.members]
+    assert [t.partitions for t in after.members[0].assignment.active_tasks] == [[0, 1]]
+    assert again.error_code == E.NONE and again.member_epoch == j.member_epoch     # no rebalance after the load

@@ -19,6 +19,7 @@ from .classic.classic_group import ClassicGroup, JoinResult, SyncResult
 from .classic.classic_group_protocol import ClassicGroupProtocol
 from .coordinator_records import (
     GROUP_METADATA_TOPIC_NAME,
+    STREAMS_RECORD_TYPES,
     ConsumerRecordKey,
     CoordinatorRecord,
     GroupKey,
@@ -35,6 +36,7 @@ from .group_metadata_manager import GroupMetadataManager, classic_group_from_val
 from .modern.consumer_group import ConsumerGroup
 from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResult
 from .offset_metadata_manager import OffsetMetadataManager
+from .streams.records import replay as replay_streams_record
 from .streams.streams_group import StreamsGroup
 from .streams.streams_group_protocol import StreamsGroupProtocol, StreamsHeartbeat, StreamsHeartbeatResult
 
@@ -225,11 +227,13 @@ class GroupCoordinator:
         return E.NONE, None, group
 
     # ------------------------------------------------------------ streams protocol
-    def handle_streams_group_heartbeat(self, hb: StreamsHeartbeat) -> StreamsHeartbeatResult:
+    def handle_streams_group_heartbeat(self, hb: StreamsHeartbeat, callback) -> None:
+        """``callback(StreamsHeartbeatResult)`` once what changed is durable."""
         error = self.validate_group_status(hb.group_id, "StreamsGroupHeartbeat")
         if error is not None and error != E.INVALID_GROUP_ID:
-            return StreamsHeartbeatResult(error)
-        return self.streams.heartbeat(hb)
+            callback(StreamsHeartbeatResult(error))
+            return
+        self.streams.heartbeat(hb, callback)
 
     def handle_streams_group_describe(self, group_id: str) -> tuple[int, str | None, StreamsGroup | None]:
         """(error, message, group)."""
@@ -422,13 +426,19 @@ class GroupCoordinator:
                 self.groups.put(classic_group_from_value(key.group, *read_group_value(value), clock=self.clock))
                 touched.add(key.group)
             elif isinstance(key, ConsumerRecordKey):
-                self.groups.replay(CoordinatorRecord(key.type, key.group, key.sub,
-                                                     read_consumer_value(key.type, value)))
+                record = CoordinatorRecord(key.type, key.group, key.sub,
+                                           None if value is None else read_consumer_value(key.type, value))
+                if key.type in STREAMS_RECORD_TYPES:
+                    replay_streams_record(self.groups, record)
+                else:
+                    self.groups.replay(record)
                 touched.add(key.group)
         for group_id in touched:
             # Offsets without group metadata: a "simple" group, as Kafka recreates it.
             group = self.groups.get_group(group_id) or self.groups.get_or_maybe_create_classic_group(group_id, True)
-            if isinstance(group, ConsumerGroup):
+            if isinstance(group, StreamsGroup):
+                self.streams.on_group_loaded(group)
+            elif isinstance(group, ConsumerGroup):
                 group.metadata_refresh_needed = True
                 self.consumer.on_group_loaded(group)
             else:

@@ -167,7 +167,8 @@ class GroupMetadataManager:
         if isinstance(group, ClassicGroup):
             return [(group_metadata_key(group.group_id), None)] if group.generation_id > 0 else []
         if not isinstance(group, ConsumerGroup):
-            return []       # a streams group keeps nothing in the log yet
+            from .streams.records import tombstones as streams_tombstones
+            return streams_tombstones(group)
         return consumer_group_tombstones(group)
 
     def maybe_delete_group(self, group_id: str, has_offsets: bool) -> bool:

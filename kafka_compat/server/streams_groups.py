@@ -16,7 +16,7 @@ from ..protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRes
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, READ, TOPIC
 from .consumer_groups import FeatureGatedGroupsApi
 from .features import STREAMS_VERSION
-from .groups import _client_host
+from .groups import _client_host, _parked
 from .registry import handles
 
 E = ErrorCode
@@ -34,7 +34,7 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
     FEATURE = STREAMS_VERSION       # on from StreamsVersion.SV_1
 
     @handles(88)
-    def handle_streams_group_heartbeat(self, request):
+    async def handle_streams_group_heartbeat(self, request):
         req = request.body
         denied = None
         sources = sorted({t for s in (req.topology.subtopologies if req.topology is not None else ())
@@ -63,7 +63,7 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
             None if req.task_end_offsets is None else tuple((o.subtopology_id, o.partition, o.offset)
                                                             for o in req.task_end_offsets),
             req.shutdown_application, request.client_id or "", _client_host(request))
-        result = self.group_coordinator.handle_streams_group_heartbeat(hb)
+        result = await _parked(lambda done: self.group_coordinator.handle_streams_group_heartbeat(hb, done))
         if result.error:
             return H(error_code=result.error, error_message=result.message)
         resp = H(member_id=result.member_id, member_epoch=result.member_epoch,

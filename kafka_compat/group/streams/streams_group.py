@@ -125,7 +125,8 @@ class StreamsGroup(ModernGroup):
         self.target_assignment: dict[str, TasksTuple] = {}
         self.topology = None                    # StreamsTopology
         self.configured = None                  # ConfiguredTopology against the last metadata seen
-        self.metadata_signature: tuple = ()     # the metadata the group epoch last moved for
+        self.metadata_hash = 0                  # of the metadata the group epoch last moved for
+        self.configured_topology_epoch = -1     # the topology epoch that metadata was checked against
         self.endpoint_information_epoch = 0
         self.shutdown_requested = False
         self.dead = False

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from ...protocol.errors import ErrorCode, KafkaError
 from ..classic.classic_group import ClassicGroup
 from ..group import now_ms
+from ..group_metadata_manager import STORE_GROUP_ERRORS
 from ..timer import Timer
 from .assignor import MemberSpec, TaskSpec, assign
+from .records import EMPTY_SNAPSHOT, changes, signature_hash, snapshot
 from .streams_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -104,14 +106,34 @@ class StreamsGroupProtocol:
         return t.partitions if t is not None and t.partitions > 0 else None
 
     # ------------------------------------------------------------ the heartbeat
-    def heartbeat(self, hb: StreamsHeartbeat) -> StreamsHeartbeatResult:
+    def heartbeat(self, hb: StreamsHeartbeat, callback) -> None:
+        """``callback(StreamsHeartbeatResult)`` once what the heartbeat changed is durable."""
+        group = self.groups.get_group(hb.group_id)
+        before = snapshot(group) if isinstance(group, StreamsGroup) else EMPTY_SNAPSHOT
         try:
             self._validate(hb)
             if hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(hb)
-            return self._heartbeat(hb)
+                result = self._leave(hb)
+            else:
+                result = self._heartbeat(hb)
         except KafkaError as e:
-            return StreamsHeartbeatResult(e.error_code, str(e) or None)
+            result = StreamsHeartbeatResult(e.error_code, str(e) or None)
+        group = self.groups.get_group(hb.group_id)
+        if not isinstance(group, StreamsGroup):
+            callback(result)
+            return
+        self._persist(group, before, lambda error: callback(
+            result if error == E.NONE or result.error else StreamsHeartbeatResult(error)))
+
+    def _persist(self, group: StreamsGroup, before, callback=None) -> None:
+        """Append the records that take the stored group from `before` to what it is now (acks=-1)."""
+        records = [r.encode() for r in changes(before, group)]
+        if not records:
+            if callback is not None:
+                callback(E.NONE)
+            return
+        self.groups.runtime.append(group.group_id, records, lambda error: callback(
+            STORE_GROUP_ERRORS.get(error, error)) if callback is not None else None)
 
     @staticmethod
     def _validate(hb: StreamsHeartbeat) -> None:
@@ -259,11 +281,12 @@ class StreamsGroupProtocol:
         configured = configure(group.topology, self._partitions_of)
         if configured.to_create:
             self.create_topics(configured.to_create)
-        changed = configured.signature != group.metadata_signature or group.configured is None or \
-            group.configured.topology != group.topology
+        h = signature_hash(configured.signature)
+        changed = h != group.metadata_hash or group.configured_topology_epoch != group.topology.epoch or \
+            (group.configured is not None and group.configured.topology != group.topology)
         group.configured = configured
         if changed:
-            group.metadata_signature = configured.signature
+            group.metadata_hash, group.configured_topology_epoch = h, group.topology.epoch
             return None
         return list(configured.status)
 
@@ -316,7 +339,17 @@ class StreamsGroupProtocol:
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
         group = self.groups.get_group(group_id)
         if isinstance(group, StreamsGroup) and member_id in group.members:
+            before = snapshot(group)
             self._remove(group, member_id, why)
+            self._persist(group, before)
+
+    def on_group_loaded(self, group: StreamsGroup) -> None:
+        """A group read back from the log: its topology is checked against the metadata (the group epoch
+        moves at the next heartbeat if that changed meanwhile), its members' sessions start now."""
+        if group.topology is not None:
+            group.configured = configure(group.topology, self._partitions_of)
+        for member in group.members.values():
+            self._arm_timers(group, member)
 
     def _remove(self, group: StreamsGroup, member_id: str, why: str) -> None:
         log.info("streams group %s: member %s leaves: %s", group.group_id, member_id, why)
