@@ -177,3 +177,74 @@ def test_streams_protocol_at_least_once(target, classpath):
     records, last_counts = run(classpath, bootstrap, rf, "at_least_once")
     assert set(records) == set(ks.expected_sums().items())
     assert all(int(last_counts[k]) >= n for k, n in ks.expected_counts().items())
+
+
+def coordinator_of(bootstrap: str, group: str) -> int | None:
+    for address in bootstrap.split(","):
+        host, port = address.rsplit(":", 1)
+        try:
+            c = WireClient(host, int(port), timeout=5)
+            found = c.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[group])).coordinators[0]
+            c.close()
+            if not found.error_code:
+                return found.node_id
+        except OSError:
+            continue
+    return None
+
+
+def test_streams_protocol_survives_a_coordinator_move(cluster, classpath):
+    """The group coordinator's broker is killed mid-run: the new leader of the group's __consumer_offsets
+    partition loads the StreamsGroup* records, the members carry on with their epochs, the output is whole."""
+    bootstrap, rf = cluster.bootstrap, 3
+    tag = uuid.uuid4().hex[:6]
+    app = f"wordjoin-m-{tag}"
+    topics = [f"wjm-a-{tag}", f"wjm-b-{tag}", f"wjm-out-{tag}", f"wjm-counts-{tag}"]
+    ks.create_topics(bootstrap, rf, *topics)
+    out, counts = ks.Reader(bootstrap, topics[2], "read_uncommitted"), ks.Reader(bootstrap, topics[3], "read_uncommitted")
+    instances = [ks.Instance(classpath, bootstrap, app, "at_least_once", topics, rf, f"{tag}-{n}", ("streams", STANDBYS))
+                 for n in range(2)]
+    killed = None
+    try:
+        def wait(cond, what):
+            deadline = time.monotonic() + ks.WAIT
+            while not cond():
+                if time.monotonic() > deadline:
+                    logs = "\n".join(f"--- instance {n}\n{x.log()}" for n, x in enumerate(instances))
+                    raise AssertionError(f"timed out waiting for {what}; {len(out.records)} results\n{logs}")
+                for x in instances:
+                    assert x.proc.poll() is None, f"an instance exited:\n{x.log()}"
+                out.poll(0.5)
+                counts.poll(0.5)
+
+        def stable():
+            g = describe(bootstrap, app)
+            return g is not None and g.group_state == "Stable" and len(g.members) == 2 and g
+
+        wait(lambda: all(x.running_seen() for x in instances) and stable(), "a stable group of two")
+        before = stable()
+        ks.produce(bootstrap, topics[0], topics[1], range(ks.IDS // 2))
+        wait(lambda: len(out.records) >= ks.IDS // 10, "the first results")
+        killed = coordinator_of(bootstrap, app)
+        assert killed is not None
+        cluster.kill(killed)
+        ks.produce(bootstrap, topics[0], topics[1], range(ks.IDS // 2, ks.IDS))
+        wait(lambda: coordinator_of(bootstrap, app) not in (None, killed) and stable(), "the group on a new coordinator")
+        after = stable()
+        assert {m.member_id for m in after.members} == {m.member_id for m in before.members}
+        assert after.group_epoch >= before.group_epoch and after.topology.epoch == before.topology.epoch
+        want, want_counts = ks.expected_sums(), ks.expected_counts()
+
+        def complete():
+            last = dict(counts.records)
+            return (set(want.items()) <= set(out.records)
+                    and all(int(last.get(k, 0)) >= n for k, n in want_counts.items()))
+        wait(complete, f"all {ks.IDS} join results and counts")
+        assert set(out.records) == set(want.items())
+    finally:
+        out.close()
+        counts.close()
+        for x in instances:
+            x.close()
+        if killed is not None:
+            cluster.restart(killed)
