@@ -243,6 +243,12 @@ def test_streams_group_heartbeat_errors(pair):
                                                                                   partitions=[0])]),
             "changelog partitions": join("conf-sgh-badcl", topology=topology(3)),
             "epoch -3": H(group_id=group, member_id="conf-sgh-m3", member_epoch=-3),
+            "missing source topic": join("conf-sgh-nosrc", group_id="conf-sgh-nosrc", topology=H.Topology(
+                epoch=1, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=["conf-sgh-absent"],
+                                                      source_topic_regex=[], repartition_sink_topics=[],
+                                                      state_changelog_topics=[], repartition_source_topics=[],
+                                                      copartition_groups=[])])),
+            "first join": join("conf-sgh-first"),
         }.items():
             pair.call(88, v, body, what)
     D = streams_group_describe.StreamsGroupDescribeRequest

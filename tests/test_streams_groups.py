@@ -133,9 +133,9 @@ def word_join(changelog_partitions=0):
 
 def test_configure_derives_partitions_and_lists_the_missing_internal_topics():
     c = configure(word_join(), {"A": 3, "B": 3}.get)
-    assert c.status == [(MISSING_INTERNAL_TOPICS, "Internal topics are missing: [app-by-bucket-repartition, "
+    assert c.status == [(MISSING_INTERNAL_TOPICS, "Internal topics are missing: app-by-bucket-repartition, "
                                                   "app-counts-changelog, app-join-store-changelog, "
-                                                  "app-left-repartition]")]
+                                                  "app-left-repartition")]
     assert {n: i.partitions for n, i in c.to_create.items()} == dict.fromkeys(c.to_create, 3)
     ready = configure(word_join(), {"A": 3, "B": 3, **dict.fromkeys(c.to_create, 3)}.get)
     assert ready.is_ready and ready.tasks == {"0": 3, "1": 3, "2": 3} and not ready.to_create
@@ -165,7 +165,8 @@ def test_invalid_topologies_are_refused():
 # ---------------------------------------------------------------- over the wire
 def settings(tmp_path, **extra) -> BrokerConfig:
     props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), "offsets.topic.num.partitions": "2",
-             "group.streams.heartbeat.interval.ms": "1000", "group.streams.min.heartbeat.interval.ms": "1000"}
+             "group.streams.heartbeat.interval.ms": "1000", "group.streams.min.heartbeat.interval.ms": "1000",
+             "group.streams.initial.rebalance.delay.ms": "0"}
     props.update(extra)
     return BrokerConfig.from_properties(props)
 
@@ -285,7 +286,7 @@ def test_a_streams_group_from_join_to_two_members(tmp_path):
     # the source topic is there: the broker creates the changelog with one partition per task
     assert [s.status_code for s in r["first"].status or []] in ([MISSING_INTERNAL_TOPICS], [])
     assert r["changelog"] is not None and r["changelog"].partitions == 2
-    assert r["second"].status is None and tasks_of(r["second"]) == T({"0": [0, 1]})
+    assert r["second"].status == [] and tasks_of(r["second"]) == T({"0": [0, 1]})
     assert r["second"].heartbeat_interval_ms == 1000
     # m1 is asked to revoke one task (its epoch stays); m2 waits for it, then gets it with a standby-free split
     assert r["m1"].member_epoch == r["second"].member_epoch and len(tasks_of(r["m1"]).active["0"]) == 1
@@ -305,6 +306,23 @@ def test_a_streams_group_from_join_to_two_members(tmp_path):
     assert r["not_empty"].results[0].error_code == E.NON_EMPTY_GROUP
     assert [x.member_epoch for x in r["left"]] == [-1, -1]
     assert r["deleted"].results[0].error_code == E.NONE
+
+
+def test_a_new_groups_first_assignment_waits_for_the_initial_delay(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path, **{"group.streams.initial.rebalance.delay.ms": "60000"})
+        b.controller.create_topic("in", 1, 1, {})
+        first = await c.call(88, 0, hb("m1"))
+        again = await c.call(88, 0, hb("m1", first.member_epoch, owned=T(), topology=False))
+        await b.stop()
+        return first, again
+
+    first, again = asyncio.run(scenario())
+    assert first.member_epoch == 1      # (the second is 2: the changelog topic the first had created)
+    for r in (first, again):
+        assert r.error_code == E.NONE and r.member_epoch >= 1
+        assert r.status[0].status_code == 5 and not (tasks_of(r) or T()).active
+    assert first.status[0].status_detail == "Assignment delayed due to the configured initial rebalance delay."
 
 
 def test_streams_version_0_turns_the_apis_off(tmp_path):

@@ -46,7 +46,8 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
         elif sources and len(self.auth.filter_authorized(request, DESCRIBE, TOPIC, sources)) < len(sources):
             denied = E.TOPIC_AUTHORIZATION_FAILED
         if denied is not None:
-            return H(error_code=denied, error_message=None if denied == E.UNSUPPORTED_VERSION else E(denied).message)
+            return H(error_code=denied, error_message=None if denied == E.UNSUPPORTED_VERSION else E(denied).message,
+                     status=[])
         owned = None
         if req.active_tasks is not None or req.standby_tasks is not None or req.warmup_tasks is not None:
             owned = TasksTuple.of(_tasks_in(req.active_tasks) or (), _tasks_in(req.standby_tasks) or (),
@@ -65,11 +66,11 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
             req.shutdown_application, request.client_id or "", _client_host(request))
         result = await _parked(lambda done: self.group_coordinator.handle_streams_group_heartbeat(hb, done))
         if result.error:
-            return H(error_code=result.error, error_message=result.message)
+            return H(error_code=result.error, error_message=result.message, status=[])    # Kafka: [], not null
         resp = H(member_id=result.member_id, member_epoch=result.member_epoch,
                  heartbeat_interval_ms=result.heartbeat_interval_ms, acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
                  task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
-                 status=[H.Status(status_code=c, status_detail=d) for c, d in result.status] or None,
+                 status=[H.Status(status_code=c, status_detail=d) for c, d in result.status],
                  endpoint_information_epoch=result.endpoint_information_epoch)
         if result.tasks is not None:
             resp.active_tasks = _task_ids(H.TaskIds, result.tasks.active)
@@ -125,8 +126,7 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
             error, message, group = self.group_coordinator.handle_streams_group_describe(group_id)
             if group is None:
                 out.append(D.DescribedGroup(error_code=error, error_message=message or E(error).message,
-                                            group_id=group_id, group_state="Dead" if error == E.GROUP_ID_NOT_FOUND
-                                            else ""))
+                                            group_id=group_id))
                 continue
             members = []
             for m in group.members.values():

@@ -129,6 +129,8 @@ class StreamsGroup(ModernGroup):
         self.configured_topology_epoch = -1     # the topology epoch that metadata was checked against
         self.endpoint_information_epoch = 0
         self.shutdown_requested = False
+        self.created_ms: int | None = None      # when the first member joined (the initial rebalance delay)
+        self.initial_assignment_done = False
         self.dead = False
         # who holds what right now: task -> process id (active), task -> {process ids} (standby, warm-up)
         self.active_process: dict[tuple, str] = {}

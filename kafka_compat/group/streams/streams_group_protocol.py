@@ -33,12 +33,12 @@ from .streams_group import (
     reconcile,
 )
 from .tasks import EMPTY, TasksTuple, minus
-from .topology import SHUTDOWN_APPLICATION, STALE_TOPOLOGY, configure, validate_topology
+from .topology import ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, configure, validate_topology
 
 log = logging.getLogger(__name__)
 E = ErrorCode
 
-ACCEPTABLE_RECOVERY_LAG = 10000     # Kafka's group.streams.* has none: the Streams default is used
+ACCEPTABLE_RECOVERY_LAG = 0         # what Kafka 4.4 answers (this assignor makes no warm-up tasks)
 TASK_OFFSET_INTERVAL_MS = 60000
 
 
@@ -245,8 +245,18 @@ class StreamsGroupProtocol:
         if bump:
             group.group_epoch += 1
             log.info("streams group %s: epoch bumped to %d", group.group_id, group.group_epoch)
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
+        if self._assignment_delayed(group):
+            status.insert(0, (ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance "
+                                                  "delay."))
+            if group.group_epoch > group.assignment_epoch:
+                self._update_target_assignment(group, empty=True)     # members move on, with no tasks yet
+        else:
+            if not group.initial_assignment_done:
+                group.initial_assignment_done = True
+                if group.assignment_epoch and group.assignment_epoch == group.group_epoch:
+                    group.group_epoch += 1      # the delay is over: a new epoch for the first real assignment
+            if group.group_epoch > group.assignment_epoch:
+                self._update_target_assignment(group)
         before = group.members[hb.member_id]
         if before.state == MemberState.UNREVOKED_TASKS and hb.owned is not None and \
                 not hb.owned.contains_any(before.pending_revocation):
@@ -274,6 +284,15 @@ class StreamsGroupProtocol:
             result.partitions_by_endpoint = self._endpoints(group)
         return result
 
+    def _assignment_delayed(self, group: StreamsGroup) -> bool:
+        """A new group's first assignment waits streams.initial.rebalance.delay.ms for more members to join."""
+        if group.initial_assignment_done:
+            return False
+        delay = self._group_config(group.group_id, "streams.initial.rebalance.delay.ms")
+        if group.created_ms is None:
+            group.created_ms = self.clock()
+        return self.clock() < group.created_ms + delay
+
     def _configure(self, group: StreamsGroup) -> list | None:
         """Configure the topology; None when the result moved the group epoch (it changed), else the status."""
         if group.topology is None:
@@ -290,9 +309,9 @@ class StreamsGroupProtocol:
             return None
         return list(configured.status)
 
-    def _update_target_assignment(self, group: StreamsGroup) -> None:
+    def _update_target_assignment(self, group: StreamsGroup, empty: bool = False) -> None:
         configured = group.configured
-        if configured is None or not configured.is_ready:
+        if empty or configured is None or not configured.is_ready:
             group.target_assignment = {m: EMPTY for m in group.members}
         else:
             specs = {m: MemberSpec(x.process_id, group.target_assignment.get(m, x.assigned))
@@ -302,7 +321,8 @@ class StreamsGroupProtocol:
             standbys = self._group_config(group.group_id, "streams.num.standby.replicas")
             group.target_assignment = assign(specs, subs, standbys)
         group.assignment_epoch = group.group_epoch
-        group.endpoint_information_epoch += 1
+        if not empty and configured is not None and configured.is_ready:
+            group.endpoint_information_epoch += 1
         log.info("streams group %s: target assignment at epoch %d for %d members", group.group_id,
                  group.assignment_epoch, len(group.members))
 
@@ -346,6 +366,7 @@ class StreamsGroupProtocol:
     def on_group_loaded(self, group: StreamsGroup) -> None:
         """A group read back from the log: its topology is checked against the metadata (the group epoch
         moves at the next heartbeat if that changed meanwhile), its members' sessions start now."""
+        group.initial_assignment_done = group.assignment_epoch > 0
         if group.topology is not None:
             group.configured = configure(group.topology, self._partitions_of)
         for member in group.members.values():

@@ -17,7 +17,7 @@ from ...protocol.errors import ErrorCode, KafkaError
 
 # StreamsGroupHeartbeatResponse's Status codes
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS, \
-    SHUTDOWN_APPLICATION = 0, 1, 2, 3, 4
+    SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 0, 1, 2, 3, 4, 5
 
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -214,7 +214,7 @@ def _configure(topology, partitions_of, looked) -> ConfiguredTopology:
                            + "; ".join(wrong) + "."))
     if out.to_create:
         out.status.append((MISSING_INTERNAL_TOPICS,
-                           f"Internal topics are missing: [{', '.join(sorted(out.to_create))}]"))
+                           f"Internal topics are missing: {', '.join(sorted(out.to_create))}"))
     if not out.is_ready:
         out.tasks = {}
     return out
