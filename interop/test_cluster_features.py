@@ -22,7 +22,7 @@ pytestmark = skip_without_cluster()
 
 NOT_CONTROLLER, INVALID_UPDATE_VERSION = 41, 95
 SAFE_DOWNGRADE, UPGRADE = 2, 1
-DEFAULTS = {"metadata.version": 30, "transaction.version": 1, "group.version": 1}
+DEFAULTS = {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "streams.version": 1}
 
 
 @pytest.fixture(scope="module")
