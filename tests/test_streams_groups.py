@@ -226,6 +226,9 @@ def test_heartbeat_validation(tmp_path):
         bad = hb()
         bad.topology.subtopologies[0].state_changelog_topics[0].partitions = 2
         out["changelog with partitions"] = await c.call(88, 0, bad)
+        regex = hb()
+        regex.topology.subtopologies[0].source_topic_regex = ["in.*"]
+        out["source topic regex"] = await c.call(88, 0, regex)
         await b.stop()
         return {k: v.error_code for k, v in out.items()}
 
@@ -233,7 +236,7 @@ def test_heartbeat_validation(tmp_path):
         "no member id": E.INVALID_REQUEST, "join without topology": E.INVALID_REQUEST,
         "join without rebalance timeout": E.INVALID_REQUEST, "join owning tasks": E.INVALID_REQUEST,
         "epoch below -2": E.INVALID_REQUEST, "unknown group": E.GROUP_ID_NOT_FOUND,
-        "changelog with partitions": E.STREAMS_INVALID_TOPOLOGY}
+        "changelog with partitions": E.STREAMS_INVALID_TOPOLOGY, "source topic regex": E.INVALID_REQUEST}
 
 
 def test_a_streams_group_from_join_to_two_members(tmp_path):

@@ -45,6 +45,10 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
             denied = E.GROUP_AUTHORIZATION_FAILED
         elif sources and len(self.auth.filter_authorized(request, DESCRIBE, TOPIC, sources)) < len(sources):
             denied = E.TOPIC_AUTHORIZATION_FAILED
+        if denied is None and req.topology is not None and any(s.source_topic_regex
+                                                               for s in req.topology.subtopologies or ()):
+            return H(error_code=E.INVALID_REQUEST, status=[],     # as Kafka 4.4
+                     error_message="Regular expressions for source topics are not supported yet.")
         if denied is not None:
             return H(error_code=denied, error_message=None if denied == E.UNSUPPORTED_VERSION else E(denied).message,
                      status=[])
