@@ -131,15 +131,17 @@ ALLOWED: list[tuple[str, str, str]] = [
 KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
         (83, "InitializeShareGroupState", 34), (84, "ReadShareGroupState", 34), (85, "WriteShareGroupState", 34),
-        (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34), (88, "StreamsGroupHeartbeat", 31),
-        (89, "StreamsGroupDescribe", 31), (93, "Kafka 4.4's API 93 (our schemas are Kafka 4.3's)", 30),
+        (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34),
+        (93, "Kafka 4.4's API 93 (our schemas are Kafka 4.3's)", 30),
         (94, "Kafka 4.4's API 94 (our schemas are Kafka 4.3's)", 30)]],
     *[("ApiVersions", f"api_keys[{k}].max_version", f"{name} (issue {issue})") for k, name, issue in [
         (18, "ApiVersions v5 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
         (28, "TxnOffsetCommit v6 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
         (42, "DeleteGroups v3 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
         (78, "ShareFetch v2 is KIP-1222's renew acknowledgements, not built yet", 34),
-        (79, "ShareAcknowledge v2 is KIP-1222's renew acknowledgements, not built yet", 34)]],
+        (79, "ShareAcknowledge v2 is KIP-1222's renew acknowledgements, not built yet", 34),
+        (88, "StreamsGroupHeartbeat v1 is Kafka 4.4's; our schemas are Kafka 4.3's", 30),
+        (89, "StreamsGroupDescribe v1 is Kafka 4.4's; our schemas are Kafka 4.3's", 30)]],
     ("Produce", "responses[conf-pr-gz].*",
      "a compressed batch is stored without being decompressed, so junk inside it is not seen; Kafka decompresses "
      "every batch it validates (issue 30)"),
@@ -147,14 +149,13 @@ KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"{field}[{name}].{leaf}", why) for name, why in [
         ("metadata.version", "our schemas are Kafka 4.3's: metadata.version 4.3-IV0 (30), Kafka 4.4's 4.4-IV2 (33) "
                              "(issue 30)"),
-        ("share.version", "share.version 2 is KIP-1222's ShareFetch v2, not built yet: 0-1 (issue 34)"),
-        ("streams.version", "Streams groups are not built yet: streams.version 0 only (issue 31)")]
+        ("share.version", "share.version 2 is KIP-1222's ShareFetch v2, not built yet: 0-1 (issue 34)")]
       for field, leaf in (("supported_features", "max_version"), ("finalized_features", "*"))],
     *[("DescribeConfigs", f"results[*].configs[{name}].*", f"{what} (issue {issue})") for name, what, issue in [
         ("group.share.*", "share groups are not built yet", 34), ("share.*", "share groups are not built yet", 34),
         ("errors.deadletterqueue.*", "share groups' dead-letter queue", 34),
-        ("group.streams.*", "Streams groups are not built yet", 31),
-        ("group.coordinator.rebalance.protocols", "Streams groups are not built yet", 31),
+        ("group.streams.assignment.interval.ms", "dynamic in Kafka 4.4; here the streams target assignment is "
+                                                 "computed at each group epoch, without the interval", 31),
         ("remote.*", "tiered storage is not built yet", 33),
         ("follower.fetch.last.tiered.offset.enable", "tiered storage is not built yet", 33),
         ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),

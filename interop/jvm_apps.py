@@ -38,9 +38,11 @@ def _compiled(src_dir: Path, class_dir: Path, jars: str) -> str | None:
     if javac is None:
         return None
     sources = sorted(src_dir.rglob("*.java"))
-    stamp = class_dir / ".stamp"
-    # a digest of the sources, not their mtimes: a fresh checkout has new mtimes but maybe stale classes
+    # a digest of the sources, not their mtimes: a fresh checkout has new mtimes but maybe stale classes;
+    # one directory per digest, so checkouts sharing the cache never run each other's classes
     digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes() for s in sources)).hexdigest()
+    class_dir = class_dir / digest[:16]
+    stamp = class_dir / ".stamp"
     if not stamp.exists() or stamp.read_text() != digest:
         class_dir.mkdir(parents=True, exist_ok=True)
         subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(class_dir),

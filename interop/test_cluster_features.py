@@ -22,7 +22,7 @@ pytestmark = skip_without_cluster()
 
 NOT_CONTROLLER, INVALID_UPDATE_VERSION = 41, 95
 SAFE_DOWNGRADE, UPGRADE = 2, 1
-DEFAULTS = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1}
+DEFAULTS = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
                               "transaction.version": {"min_version": 0, "max_version": 2},
                               "group.version": {"min_version": 0, "max_version": 1},
                               "share.version": {"min_version": 0, "max_version": 1},
-                              "streams.version": {"min_version": 0, "max_version": 0}}
+                              "streams.version": {"min_version": 0, "max_version": 1}}
 
     controller = cluster.controller()
     other = next(i for i in range(3) if i != controller)
@@ -100,7 +100,7 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
 
     r = update(cluster.brokers[controller], "group.version", 0, SAFE_DOWNGRADE)
     assert r.error_code == 0
-    downgraded = {"metadata.version": 30, "transaction.version": 2, "share.version": 1}
+    downgraded = {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1}
     assert finalized(cluster.brokers[controller]) == (epoch + 1, downgraded)   # the controller's broker at once
     every_broker_shows(cluster, (epoch + 1, downgraded))
     assert feature_znode(cluster)[0]["features"] == {n: {"max_version_level": v} for n, v in downgraded.items()}

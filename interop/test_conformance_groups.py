@@ -23,6 +23,8 @@ from kafka_compat.protocol.messages import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -211,6 +213,49 @@ def test_consumer_group_heartbeat_errors(pair):
                                  rebalance_timeout_ms=10000, subscribed_topic_names=None, topic_partitions=[]),
         }.items():
             pair.call(CONSUMER_GROUP_HEARTBEAT, v, body, what)
+    pair.check()
+
+
+def test_streams_group_heartbeat_errors(pair):
+    group = "conf-sgh"
+    coordinator_ready(pair, group)
+    create(pair, "conf-sgh-t")
+    H = streams_group_heartbeat.StreamsGroupHeartbeatRequest
+
+    def topology(changelog_partitions=0):
+        return H.Topology(epoch=1, subtopologies=[H.Subtopology(
+            subtopology_id="0", source_topics=["conf-sgh-t"], source_topic_regex=[], repartition_sink_topics=[],
+            state_changelog_topics=[H.TopicInfo(name="conf-sgh-store-changelog", partitions=changelog_partitions,
+                                                replication_factor=0, topic_configs=[])],
+            repartition_source_topics=[], copartition_groups=[])])
+
+    def join(member, **kw):
+        fields = dict(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=10000,
+                      topology=topology(), process_id="conf-process", active_tasks=[], standby_tasks=[],
+                      warmup_tasks=[])
+        fields.update(kw)
+        return H(**fields)
+    for v in pair.versions(88):
+        for what, body in {
+            "unknown group": H(group_id="conf-sgh-nobody", member_id="conf-nobody", member_epoch=5),
+            "empty member id": join(""),
+            "no topology": join("conf-sgh-notopo", topology=None),
+            "no rebalance timeout": join("conf-sgh-norto", rebalance_timeout_ms=-1),
+            "owned tasks on join": join("conf-sgh-owned", active_tasks=[H.TaskIds(subtopology_id="0",
+                                                                                  partitions=[0])]),
+            "changelog partitions": join("conf-sgh-badcl", topology=topology(3)),
+            "epoch -3": H(group_id=group, member_id="conf-sgh-m3", member_epoch=-3),
+            "missing source topic": join("conf-sgh-nosrc", group_id="conf-sgh-nosrc", topology=H.Topology(
+                epoch=1, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=["conf-sgh-absent"],
+                                                      source_topic_regex=[], repartition_sink_topics=[],
+                                                      state_changelog_topics=[], repartition_source_topics=[],
+                                                      copartition_groups=[])])),
+            "first join": join("conf-sgh-first"),
+        }.items():
+            pair.call(88, v, body, what)
+    D = streams_group_describe.StreamsGroupDescribeRequest
+    for v in pair.versions(89):
+        pair.call(89, v, D(group_ids=["conf-sgh-none"], include_authorized_operations=False), "unknown group")
     pair.check()
 
 

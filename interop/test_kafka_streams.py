@@ -69,14 +69,16 @@ def classpath():
 class Instance:
     """One WordJoin JVM; its output goes to a log file we show when something fails."""
 
-    def __init__(self, classpath: str, bootstrap: str, app_id: str, guarantee: str, topics, rf: int, name: str):
+    def __init__(self, classpath: str, bootstrap: str, app_id: str, guarantee: str, topics, rf: int, name: str,
+                 extra=()):
+        """`extra`: WordJoin's optional arguments (group protocol, standby replicas)."""
         self.dir = tempfile.mkdtemp(prefix=f"streams-{name}-")
         self.log_path = os.path.join(self.dir, "out.log")
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + os.environ.get("STREAMS_LOG", "warn"),
              "-cp", classpath, "WordJoin", bootstrap, app_id, guarantee, os.path.join(self.dir, "state"),
-             *topics, str(rf)], stdout=self._log, stderr=subprocess.STDOUT)
+             *topics, str(rf), *extra], stdout=self._log, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
         with open(self.log_path, "rb") as f:

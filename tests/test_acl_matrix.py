@@ -101,6 +101,8 @@ from kafka_compat.protocol.messages.share_acknowledge import ShareAcknowledgeReq
 from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
 from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafka_compat.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from kafka_compat.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
@@ -541,6 +543,36 @@ async def share_acknowledge(ctx: Ctx):
     body.share_session_epoch = 2
     r = await ctx.call(79, 1, body)         # allowed now; nothing was ever fetched, so no share partition
     assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, E.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+@case(88)
+async def streams_group_heartbeat(ctx: Ctx):
+    """READ on the group, then DESCRIBE on every source topic of the topology a joining member declares."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    H = StreamsGroupHeartbeatRequest
+    join = H(group_id=group, member_id="m1", member_epoch=0, rebalance_timeout_ms=10000, process_id="p1",
+             active_tasks=[], standby_tasks=[], warmup_tasks=[], topology=H.Topology(epoch=1, subtopologies=[
+                 H.Subtopology(subtopology_id="0", source_topics=[topic], source_topic_regex=[],
+                               repartition_sink_topics=[], state_changelog_topics=[], repartition_source_topics=[],
+                               copartition_groups=[])]))
+    r = await ctx.call(88, 0, join)
+    assert (r.error_code, r.active_tasks) == (E.GROUP_AUTHORIZATION_FAILED, None)
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(88, 0, join)
+    assert (r.error_code, r.active_tasks) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    r = await ctx.call(88, 0, join)
+    assert (r.error_code, r.member_epoch) == (0, 1)
+
+
+@case(89)
+async def streams_group_describe(ctx: Ctx):
+    group, other = f"{ctx.name}-group", f"{ctx.name}-other"
+    body = StreamsGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=True)
+    await ctx.grant(DESCRIBE, group, GROUP)
+    mine, theirs = (await ctx.call(89, 0, body)).groups
+    assert mine.error_code == E.GROUP_ID_NOT_FOUND                  # allowed to look, and there is nothing
+    assert theirs.error_code == E.GROUP_AUTHORIZATION_FAILED
 
 
 @case(15)

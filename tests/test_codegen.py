@@ -26,7 +26,8 @@ CASES = [(m, cls, v) for m, cls in MESSAGES for v in m.version_list()]
 def test_generated_code_is_fresh(tmp_path):
     """`python -m kafka_compat.codegen` into a temporary folder reproduces the committed files exactly."""
     out = tmp_path / "protocol"
-    subprocess.run([sys.executable, "-m", "kafka_compat.codegen", "--out", str(out)], cwd=ROOT, check=True,
+    # `-m codegen` from the checkout's root: this checkout's codegen and schemas, not an installed copy's
+    subprocess.run([sys.executable, "-m", "codegen", "--out", str(out)], cwd=ROOT, check=True,
                    capture_output=True)
     committed = ROOT / "kafka_compat" / "protocol"
     generated = sorted(p.relative_to(out) for p in out.rglob("*.py"))

@@ -25,6 +25,10 @@ def api_versions(c: WireClient, version: int = 4):
     return c.call(18, version, ApiVersionsRequest(client_software_name="test", client_software_version="1"))
 
 
+# what a new node finalizes: Kafka 4's defaults, capped at what is built
+NEW_NODE = {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "streams.version": 1}
+
+
 def finalized(c: WireClient) -> tuple[int, dict[str, int]]:
     r = api_versions(c)
     assert all(f.min_version_level == f.max_version_level for f in r.finalized_features)
@@ -49,10 +53,10 @@ def test_api_versions_carries_the_features(broker):
     v4 = api_versions(c, 4)
     assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
         "metadata.version": (7, 30), "transaction.version": (0, 2), "group.version": (0, 1),
-        "share.version": (0, 1), "streams.version": (0, 0)}
+        "share.version": (0, 1), "streams.version": (0, 1)}
     # a new node finalizes the defaults: Kafka 4's, capped at what is built; nothing at 0 is listed
     assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1,
-                                "share.version": 1})
+                                "share.version": 1, "streams.version": 1})
     v3 = api_versions(c, 3)        # below v4 no feature whose minimum is 0 (KAFKA-17492)
     assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 30)]
     assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 4
@@ -66,10 +70,10 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 0, ft.SAFE_DOWNGRADE), validate_only=True)
     assert (r.error_code, r.error_message, [(x.feature, x.error_code) for x in r.results]) == \
         (0, None, [("group.version", 0)])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     # a safe downgrade to 0 turns the consumer protocol off, as Kafka 4 does: still advertised, refused
     assert update(c, ("group.version", 0, ft.SAFE_DOWNGRADE)).error_code == 0
-    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1})
+    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1})
     assert {68, 69} <= {k.api_key for k in api_versions(c).api_keys}
     hb = c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
                                                      rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
@@ -81,17 +85,17 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 1, ft.UPGRADE), version=2)
     assert (r.error_code, r.results) == (0, [])
     assert update(c, ("group.version", 1, ft.UPGRADE)).error_code == 0
-    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     assert c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=0,
                                                        rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
                                                        topic_partitions=[])).error_code == 0
     # an unsafe downgrade of transaction.version, and v0's AllowDowngrade (a safe downgrade) back and forth
     assert update(c, ("transaction.version", 0, ft.UNSAFE_DOWNGRADE)).error_code == 0
     assert update(c, ("group.version", 0, True), version=0).error_code == 0
-    assert finalized(c) == (5, {"metadata.version": 30, "share.version": 1})
+    assert finalized(c) == (5, {"metadata.version": 30, "share.version": 1, "streams.version": 1})
     r = update(c, ("group.version", 1, False), ("transaction.version", 1, False), version=0)
     assert (r.error_code, [x.feature for x in r.results]) == (0, ["group.version", "transaction.version"])
-    assert finalized(c) == (6, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (6, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1})
     c.close()
 
 
@@ -149,7 +153,7 @@ def test_refused_updates(broker, updates, message):
     for validate_only in (True, False):
         r = update(c, *updates, validate_only=validate_only)
         assert (r.error_code, r.error_message, r.results) == (INVALID_UPDATE_VERSION, FAILED + message, [])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     c.close()
 
 
@@ -160,12 +164,12 @@ def test_finalized_levels_survive_a_restart(broker):
     with open(os.path.join(broker.log_dir, ft.FEATURES_FILE)) as f:    # the /feature znode's JSON, and the epoch
         assert json.load(f) == {"version": 2, "status": 1, "epoch": 1, "features": {
             "metadata.version": {"max_version_level": 30}, "share.version": {"max_version_level": 1},
-            "transaction.version": {"max_version_level": 2}}}
+            "streams.version": {"max_version_level": 1}, "transaction.version": {"max_version_level": 2}}}
     for stop in (broker.kill, broker.stop):
         stop()
         broker.start()
         c = WireClient("127.0.0.1", broker.port)
-        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1})
+        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1})
         c.close()
 
 

@@ -29,13 +29,15 @@ import org.apache.kafka.streams.kstream.StreamJoined;
  *                                         second repartition) and counted in the store "bucket-counts"
  *
  * usage: WordJoin BOOTSTRAP APPLICATION-ID GUARANTEE(at_least_once|exactly_once_v2) STATE-DIR
- *                 TOPIC-A TOPIC-B TOPIC-OUT TOPIC-COUNTS REPLICATION-FACTOR
+ *                 TOPIC-A TOPIC-B TOPIC-OUT TOPIC-COUNTS REPLICATION-FACTOR [GROUP-PROTOCOL [STANDBYS]]
+ * GROUP-PROTOCOL is classic (the default) or streams (KIP-1071: the broker assigns the tasks); STANDBYS
+ * is num.standby.replicas (0 by default; with the streams protocol the broker's group config decides).
  * Prints "state RUNNING" etc. as the instance changes state; SIGTERM closes it, SIGKILL is a crash.
  */
 public final class WordJoin {
     public static void main(String[] args) throws Exception {
-        if (args.length != 9) {
-            System.err.println("usage: WordJoin BOOTSTRAP APP-ID GUARANTEE STATE-DIR A B OUT COUNTS RF");
+        if (args.length < 9 || args.length > 11) {
+            System.err.println("usage: WordJoin BOOTSTRAP APP-ID GUARANTEE STATE-DIR A B OUT COUNTS RF [PROTOCOL [STANDBYS]]");
             System.exit(2);
         }
         Properties p = new Properties();
@@ -44,7 +46,8 @@ public final class WordJoin {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[2]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[3]);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, Integer.parseInt(args[8]));
-        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args.length > 9 ? args[9] : "classic");
+        p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, args.length > 10 ? Integer.parseInt(args[10]) : 0);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);   // every count update goes out

@@ -10,15 +10,17 @@ broker starts leading one, `on_resignation(index)` when it stops.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from dataclasses import dataclass, field
 
 from ..clock import now_ms
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from .classic.classic_group import ClassicGroup, JoinResult, SyncResult
 from .classic.classic_group_protocol import ClassicGroupProtocol
 from .coordinator_records import (
     GROUP_METADATA_TOPIC_NAME,
+    STREAMS_RECORD_TYPES,
     ConsumerRecordKey,
     CoordinatorRecord,
     GroupKey,
@@ -36,6 +38,9 @@ from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResu
 from .modern.share.share_group import ShareGroup
 from .modern.share.share_group_protocol import ShareGroupProtocol
 from .offset_metadata_manager import OffsetMetadataManager
+from .streams.records import replay as replay_streams_record
+from .streams.streams_group import StreamsGroup
+from .streams.streams_group_protocol import StreamsGroupProtocol, StreamsHeartbeat, StreamsHeartbeatResult
 
 log = logging.getLogger(__name__)
 E = ErrorCode
@@ -81,6 +86,10 @@ class GroupCoordinator:
         self.share = ShareGroupProtocol(config, self.groups, metadata_cache, clock, self.group_configs)
         # called with a share group's id once DeleteGroups removed it (its share partitions' state goes too)
         self.share_group_deleted: list = []
+        self.streams = StreamsGroupProtocol(config, self.groups, metadata_cache, self._create_internal_topics, clock,
+                                            self.group_configs)
+        self.controller = controller
+        self._creating_internal: set[str] = set()
         self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
         self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False
@@ -104,6 +113,7 @@ class GroupCoordinator:
         self.groups.groups.clear()
         self.consumer.shutdown()
         self.share.shutdown()
+        self.streams.shutdown()
         self.classic.shutdown()
 
     async def wait_loaded(self) -> None:
@@ -207,14 +217,19 @@ class GroupCoordinator:
 
     def handle_consumer_group_describe(self, group_id: str) -> tuple[int, str | None, ConsumerGroup | None]:
         """(error, message, group)."""
-        error = self.validate_group_status(group_id, "ConsumerGroupDescribe")
+        return self._describe(group_id, "ConsumerGroupDescribe", ConsumerGroup, "consumer")
+
+    def _describe(self, group_id: str, api: str, kind: type, name: str) -> tuple[int, str | None, object]:
+        """(error, message, group) for ConsumerGroupDescribe and StreamsGroupDescribe: the group if it is a
+        live group of `kind`."""
+        error = self.validate_group_status(group_id, api)
         if error is not None:
             return error, None, None
         group = self.groups.get_group(group_id)
         if group is None or group.is_dead:
             return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        if not isinstance(group, ConsumerGroup):
-            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        if not isinstance(group, kind):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {name} group.", None
         return E.NONE, None, group
 
     # ------------------------------------------------------------ share groups (KIP-932)
@@ -256,6 +271,49 @@ class GroupCoordinator:
         if not group.is_empty:
             return E.NON_EMPTY_GROUP, "The group is not empty."
         return E.NONE, None
+
+    # ------------------------------------------------------------ streams protocol
+    def handle_streams_group_heartbeat(self, hb: StreamsHeartbeat, callback) -> None:
+        """``callback(StreamsHeartbeatResult)`` once what changed is durable."""
+        error = self.validate_group_status(hb.group_id, "StreamsGroupHeartbeat")
+        if error is not None and error != E.INVALID_GROUP_ID:
+            callback(StreamsHeartbeatResult(error))
+            return
+        self.streams.heartbeat(hb, callback)
+
+    def handle_streams_group_describe(self, group_id: str) -> tuple[int, str | None, StreamsGroup | None]:
+        """(error, message, group)."""
+        return self._describe(group_id, "StreamsGroupDescribe", StreamsGroup, "streams")
+
+    def _create_internal_topics(self, to_create: dict) -> None:
+        """A streams group's repartition and changelog topics that do not exist yet, created as Kafka's
+        coordinator has its broker create them (through the controller, with the partition count the
+        topology needs and the configs the member declared)."""
+        for name, info in sorted(to_create.items()):
+            if name in self._creating_internal:
+                continue
+            rf = info.replication_factor if info.replication_factor > 0 else -1
+            try:
+                created = self.controller.create_topic(name, info.partitions, rf, dict(info.configs))
+            except KafkaError as e:
+                if e.error_code != E.TOPIC_ALREADY_EXISTS:
+                    log.warning("cannot create the streams internal topic %s: %s", name, e)
+                continue
+            except Exception:
+                log.exception("cannot create the streams internal topic %s", name)
+                continue
+            log.info("creating the streams internal topic %s (%d partitions)", name, info.partitions)
+            if inspect.isawaitable(created):
+                self._creating_internal.add(name)
+                task = asyncio.ensure_future(created)
+                task.add_done_callback(lambda t, n=name: self._internal_created(n, t))
+
+    def _internal_created(self, name: str, task) -> None:
+        self._creating_internal.discard(name)
+        if not task.cancelled() and task.exception() is not None:
+            e = task.exception()
+            if not (isinstance(e, KafkaError) and e.error_code == E.TOPIC_ALREADY_EXISTS):
+                log.warning("cannot create the streams internal topic %s: %s", name, e)
 
     def assignor_name(self, group: ConsumerGroup) -> str:
         return self.consumer.preferred_assignor(group)
@@ -346,7 +404,8 @@ class GroupCoordinator:
 
     def not_found_message(self, group_id: str) -> str:
         """Why DescribeGroups (v6+) finds no classic group of this id, in Kafka's words."""
-        if isinstance(self.groups.get_group(group_id), (ConsumerGroup, ShareGroup)):
+        group = self.groups.get_group(group_id)
+        if isinstance(group, (ConsumerGroup, ShareGroup, StreamsGroup)) and not group.is_dead:
             return f"Group {group_id} is not a classic group."
         return f"Group {group_id} not found."
 
@@ -416,13 +475,19 @@ class GroupCoordinator:
                 self.groups.put(classic_group_from_value(key.group, *read_group_value(value), clock=self.clock))
                 touched.add(key.group)
             elif isinstance(key, ConsumerRecordKey):
-                self.groups.replay(CoordinatorRecord(key.type, key.group, key.sub,
-                                                     read_consumer_value(key.type, value)))
+                record = CoordinatorRecord(key.type, key.group, key.sub,
+                                           None if value is None else read_consumer_value(key.type, value))
+                if key.type in STREAMS_RECORD_TYPES:
+                    replay_streams_record(self.groups, record)
+                else:
+                    self.groups.replay(record)
                 touched.add(key.group)
         for group_id in touched:
             # Offsets without group metadata: a "simple" group, as Kafka recreates it.
             group = self.groups.get_group(group_id) or self.groups.get_or_maybe_create_classic_group(group_id, True)
-            if isinstance(group, ConsumerGroup):
+            if isinstance(group, StreamsGroup):
+                self.streams.on_group_loaded(group)
+            elif isinstance(group, ConsumerGroup):
                 group.metadata_refresh_needed = True
                 self.consumer.on_group_loaded(group)
             else:
@@ -431,7 +496,9 @@ class GroupCoordinator:
             log.info("loaded %d groups from %s-%d", len(touched), GROUP_METADATA_TOPIC_NAME, index)
 
     def _unload(self, group) -> None:
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, StreamsGroup):
+            self.streams.on_group_unloaded(group)
+        elif isinstance(group, ConsumerGroup):
             self.consumer.on_group_unloaded(group)
         elif isinstance(group, ShareGroup):
             self.share.on_group_unloaded(group)

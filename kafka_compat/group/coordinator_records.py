@@ -5,7 +5,8 @@ record type: 0 and 1 are offset commits, 2 is a classic group's metadata, and
 3 to 8 and 16 are a consumer group's (KIP-848) records: its epoch, subscription
 metadata, each member's subscription, the target assignment (its epoch, then one
 record per member), each member's current assignment, and each resolved regular
-expression. A value of None is a tombstone, which the log cleaner uses to drop
+expression; 17 and 19 to 23 a streams group's (KIP-1071), in the same pattern, with
+its topology (23) in place of subscriptions. A value of None is a tombstone, which the log cleaner uses to drop
 the key. Kafka writes offset values as version 3 (version 1 when the commit
 carries an explicit expire timestamp, OffsetCommit v2-4 with a retention time),
 classic group values as version 3 and the consumer group values as version 0.
@@ -34,6 +35,18 @@ from ..protocol.messages.consumer_offsets import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
 )
 from ..sentinels import GROUP_METADATA_TOPIC_NAME  # noqa: F401  (re-exported)
 
@@ -86,6 +99,25 @@ _CONSUMER_RECORDS = {
     CONSUMER_GROUP_REGULAR_EXPRESSION: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue,
                                         "regular_expression"),
 }
+# a streams group's (KIP-1071): its epoch, topology, members, target assignment and current assignments
+STREAMS_GROUP_METADATA = 17
+STREAMS_GROUP_MEMBER_METADATA = 19
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+STREAMS_GROUP_TOPOLOGY = 23
+STREAMS_RECORD_TYPES = frozenset(range(17, 24)) - {18}
+_CONSUMER_RECORDS.update({
+    STREAMS_GROUP_METADATA: (StreamsGroupMetadataKey, StreamsGroupMetadataValue, None),
+    STREAMS_GROUP_TOPOLOGY: (StreamsGroupTopologyKey, StreamsGroupTopologyValue, None),
+    STREAMS_GROUP_MEMBER_METADATA: (StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue, "member_id"),
+    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA: (StreamsGroupTargetAssignmentMetadataKey,
+                                               StreamsGroupTargetAssignmentMetadataValue, None),
+    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER: (StreamsGroupTargetAssignmentMemberKey,
+                                             StreamsGroupTargetAssignmentMemberValue, "member_id"),
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT: (StreamsGroupCurrentMemberAssignmentKey,
+                                              StreamsGroupCurrentMemberAssignmentValue, "member_id"),
+})
 CONSUMER_VALUE_VERSION = 0
 
 

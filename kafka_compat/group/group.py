@@ -12,6 +12,8 @@ import enum
 from abc import ABC, abstractmethod
 from typing import Callable
 
+from ..protocol.errors import ErrorCode
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -19,6 +21,7 @@ class GroupType(enum.Enum):
     CLASSIC = "classic"
     CONSUMER = "consumer"
     SHARE = "share"
+    STREAMS = "streams"
 
     def __str__(self) -> str:
         return self.value
@@ -76,3 +79,45 @@ class Group(ABC):
     @abstractmethod
     def offset_expiration_base(self) -> Callable | None:
         """``f(offset) -> timestamp`` retention counts from, or None while offsets must not expire."""
+
+
+class ModernGroup(Group):
+    """What consumer groups (KIP-848) and streams groups (KIP-1071) share: members that heartbeat with
+    member epochs, static members by instance id, and deletion only when empty."""
+    members: dict
+    static_members: dict
+    dead: bool
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    @property
+    def is_dead(self) -> bool:
+        return self.dead
+
+    def static_member(self, instance_id: str | None):
+        member_id = self.static_members.get(instance_id) if instance_id is not None else None
+        return self.members.get(member_id) if member_id is not None else None
+
+    def validate_offset_fetch(self, member_id, member_epoch) -> int | None:
+        if member_id is None and member_epoch < 0:
+            return None
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return self._validate_member_epoch(member, member_epoch)
+
+    def _validate_member_epoch(self, member, received: int) -> int | None:
+        raise NotImplementedError
+
+    def validate_offset_delete(self) -> int | None:
+        return ErrorCode.GROUP_ID_NOT_FOUND if self.dead else None
+
+    def validate_delete_group(self) -> int | None:
+        if self.dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return None if not self.members else ErrorCode.NON_EMPTY_GROUP
+
+    def offset_expiration_base(self):
+        return lambda o: o.commit_timestamp

@@ -126,7 +126,7 @@ class GroupMetadataManager:
         group = self.groups.pop(group_id, None)
         if isinstance(group, ClassicGroup) and not group.is_dead:
             group.transition_to(GroupState.DEAD)
-        elif group is not None:
+        elif group is not None and hasattr(group, "dead"):     # consumer and streams groups
             group.dead = True
 
     # ------------------------------------------------------------ classic groups: storing
@@ -169,6 +169,9 @@ class GroupMetadataManager:
             return [(group_metadata_key(group.group_id), None)] if group.generation_id > 0 else []
         if group.type == GroupType.SHARE:
             return []       # share groups are not stored yet
+        if not isinstance(group, ConsumerGroup):
+            from .streams.records import tombstones as streams_tombstones
+            return streams_tombstones(group)
         return consumer_group_tombstones(group)
 
     def maybe_delete_group(self, group_id: str, has_offsets: bool) -> bool:

@@ -124,6 +124,7 @@ from .share.share_partition_manager import SharePartitionManager
 from .share.share_session_cache import ShareSessionCache
 from .share_fetch import ShareFetchApi
 from .share_groups import ShareGroupsApi
+from .streams_groups import StreamsGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
 from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
@@ -142,8 +143,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, ShareGroupsApi, ShareFetchApi, CreateTopicsApi,
-                   DeleteTopicsApi,
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, ShareGroupsApi, ShareFetchApi, StreamsGroupsApi,
+                   CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
                    SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
@@ -153,10 +154,13 @@ TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and
 
 
 def enabled_handler_classes(config=None) -> tuple:
-    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on."""
-    if config is None or "consumer" in config["group.coordinator.rebalance.protocols"]:
+    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on,
+    the KIP-1071 ones only with the streams protocol on."""
+    if config is None:
         return HANDLER_CLASSES
-    return tuple(c for c in HANDLER_CLASSES if c is not ConsumerGroupsApi)
+    protocols = config["group.coordinator.rebalance.protocols"]
+    off = {c for c, name in ((ConsumerGroupsApi, "consumer"), (StreamsGroupsApi, "streams")) if name not in protocols}
+    return tuple(c for c in HANDLER_CLASSES if c not in off)
 
 
 def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
@@ -675,6 +679,7 @@ class Broker:
             ConsumerGroupsApi(self.group_coordinator, cache, auth, self.features),
             self._new_share_fetch_api(auth),
             ShareGroupsApi(self.group_coordinator, cache, auth, self.share_partition_manager, self._share_groups_on),
+            StreamsGroupsApi(self.group_coordinator, cache, auth, self.features),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),

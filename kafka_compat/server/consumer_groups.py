@@ -30,7 +30,10 @@ def described_assignment(metadata_cache, response_cls, assignment: dict):
     return response_cls.Assignment(topic_partitions=out)
 
 
-class ConsumerGroupsApi:
+class FeatureGatedGroupsApi:
+    """The collaborators of the modern group protocols' handlers, and the feature turning them on."""
+    FEATURE = GROUP_VERSION
+
     def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER,
                  features: FeatureCache | None = None):
         self.group_coordinator = group_coordinator
@@ -39,8 +42,11 @@ class ConsumerGroupsApi:
         self.features = features if features is not None else FeatureCache()
 
     def _enabled(self) -> bool:
-        """The consumer protocol is on while group.version is at least 1 (GroupVersion.GV_1)."""
-        return self.features.finalized_level(GROUP_VERSION) >= 1
+        """On while the feature is finalized at 1 or more (GroupVersion.GV_1, StreamsVersion.SV_1)."""
+        return self.features.finalized_level(self.FEATURE) >= 1
+
+
+class ConsumerGroupsApi(FeatureGatedGroupsApi):
 
     @handles(68)
     async def handle_consumer_group_heartbeat(self, request):

@@ -10,7 +10,7 @@ only up to what kafka-compat builds:
 | `transaction.version` | 0–2       | 2                         | 0–2 (2)                      |
 | `group.version`       | 0–1       | 1                         | 0–1 (1)                      |
 | `share.version`       | 0–1       | 1                         | 0–2 (2)                      |
-| `streams.version`     | 0–0       | 0                         | 0–1 (1)                      |
+| `streams.version`     | 0–1       | 1                         | 0–1 (1)                      |
 
 `kraft.version` and `eligible.leader.replicas.version` are KRaft's own and are not advertised.
 
@@ -69,17 +69,17 @@ SUPPORTED: dict[str, VersionRange] = {
     TRANSACTION_VERSION: VersionRange(0, 2),     # 1: flexible records; 2: transactions v2 (KIP-890 part 2)
     GROUP_VERSION: VersionRange(0, 1),           # 1: KIP-848 consumer groups
     SHARE_VERSION: VersionRange(0, 1),           # 1: share groups (KIP-932); 2 is KIP-1222's ShareFetch v2
-    STREAMS_VERSION: VersionRange(0, 0),         # Streams groups (KIP-1071) are not built yet
+    STREAMS_VERSION: VersionRange(0, 1),         # 1: Streams groups (KIP-1071)
 }
 
 # What a new cluster finalizes: Kafka's Feature.defaultLevel at the latest metadata.version, capped at
-# what is built (Kafka 4.4 would finalize share.version 2 and streams.version 1 too).
+# what is built (Kafka 4.4 would finalize share.version 2 too).
 DEFAULTS: dict[str, int] = {
     METADATA_VERSION: LATEST_METADATA_VERSION,
     TRANSACTION_VERSION: 2,
     GROUP_VERSION: 1,
     SHARE_VERSION: 1,
-    STREAMS_VERSION: 0,
+    STREAMS_VERSION: 1,
 }
 
 # FeatureUpdate.UpgradeType's codes on the wire (UpdateFeatures v1+)

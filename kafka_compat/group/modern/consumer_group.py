@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...protocol.errors import ErrorCode
-from ..group import CONSUMER_PROTOCOL_TYPE, Group, GroupType
+from ..group import CONSUMER_PROTOCOL_TYPE, GroupType, ModernGroup
 from .consumer_group_member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
 
 
@@ -51,7 +51,7 @@ def _partitions(topic_partitions) -> dict:
     return {tp.topic_id: frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}
 
 
-class ConsumerGroup(Group):
+class ConsumerGroup(ModernGroup):
     type = GroupType.CONSUMER
 
     def __init__(self, group_id: str):
@@ -85,14 +85,6 @@ class ConsumerGroup(Group):
         return ConsumerGroupState.STABLE
 
     @property
-    def is_empty(self) -> bool:
-        return not self.members
-
-    @property
-    def is_dead(self) -> bool:
-        return self.dead
-
-    @property
     def protocol_type(self) -> str:
         return CONSUMER_PROTOCOL_TYPE
 
@@ -100,6 +92,9 @@ class ConsumerGroup(Group):
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
         return self.members.get(member_id) if member_id is not None else None
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
 
     def current_partition_epoch(self, topic_id: bytes, partition: int) -> int:
         """The epoch of the member that still owns the partition, -1 when nobody does."""
@@ -169,16 +164,7 @@ class ConsumerGroup(Group):
             return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(member, generation_or_epoch)
 
-    def validate_offset_fetch(self, member_id, member_epoch) -> int | None:
-        if member_id is None and member_epoch < 0:
-            return None
-        member = self.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return self._validate_member_epoch(member, member_epoch)
-
-    @staticmethod
-    def _validate_member_epoch(member: ConsumerGroupMember, received: int) -> int | None:
+    def _validate_member_epoch(self, member: ConsumerGroupMember, received: int) -> int | None:
         if received == member.member_epoch:
             return None
         if not member.use_classic_protocol and received == member.previous_member_epoch and received >= 0 \
@@ -187,17 +173,6 @@ class ConsumerGroup(Group):
             # the member still owns what it commits, revocation waits for its acknowledgement).
             return None
         return ErrorCode.ILLEGAL_GENERATION if member.use_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
-
-    def validate_offset_delete(self) -> int | None:
-        return ErrorCode.GROUP_ID_NOT_FOUND if self.dead else None
-
-    def validate_delete_group(self) -> int | None:
-        if self.dead:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        return None if not self.members else ErrorCode.NON_EMPTY_GROUP
-
-    def offset_expiration_base(self):
-        return lambda o: o.commit_timestamp
 
     # ------------------------------------------------------------ replaying records
     def replay_group_epoch(self, value) -> None:

@@ -53,6 +53,11 @@ _S_16 = _Struct('>b')
 _S_17 = _Struct('>iibB')
 _S_18 = _Struct('>iib')
 _S_19 = _Struct('>qqB')
+_S_20 = _Struct('>iqB')
+_S_21 = _Struct('>iq')
+_S_22 = _Struct('>ihB')
+_S_23 = _Struct('>HB')
+_S_24 = _Struct('>H')
 
 
 class OffsetCommitKey(KafkaMessage):
@@ -3185,3 +3190,3070 @@ def _e_ConsumerGroupRegularExpressionValue_0(o, b, h):
 
 ConsumerGroupRegularExpressionValue._DEC = {0: _d_ConsumerGroupRegularExpressionValue_0}
 ConsumerGroupRegularExpressionValue._ENC = {0: _e_ConsumerGroupRegularExpressionValue_0}
+
+
+class StreamsGroupMetadataKey(KafkaMessage):
+    """StreamsGroupMetadataKey: versions 17."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'StreamsGroupMetadataKey'
+    MIN_VERSION = 17
+    MAX_VERSION = 17
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupMetadataKey_17(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupMetadataKey', 17, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupMetadataKey', 17, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupMetadataKey', 17, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupMetadataKey_17(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupMetadataKey._DEC = {17: _d_StreamsGroupMetadataKey_17}
+StreamsGroupMetadataKey._ENC = {17: _e_StreamsGroupMetadataKey_17}
+
+
+class _StreamsGroupMetadataValue_LastAssignmentConfig(KafkaStruct):
+    """LastAssignmentConfig, inside StreamsGroupMetadataValue."""
+    __slots__ = ('key', 'value', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupMetadataValue.LastAssignmentConfig'
+
+    def __init__(self, key='', value='', unknown_tags=None):
+        self.key = key
+        self.value = value
+        self.unknown_tags = unknown_tags
+
+
+class StreamsGroupMetadataValue(KafkaMessage):
+    """StreamsGroupMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'unknown_tags',)
+    name = 'StreamsGroupMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, epoch=0, metadata_hash=0, validated_topology_epoch=-1, last_assignment_configs=None, unknown_tags=None):
+        self.epoch = epoch
+        self.metadata_hash = metadata_hash
+        self.validated_topology_epoch = validated_topology_epoch
+        self.last_assignment_configs = last_assignment_configs
+        self.unknown_tags = unknown_tags
+
+
+StreamsGroupMetadataValue.LastAssignmentConfig = _StreamsGroupMetadataValue_LastAssignmentConfig
+
+def _d_StreamsGroupMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupMetadataValue)
+        o0.validated_topology_epoch = -1
+        o0.last_assignment_configs = None
+        o0.epoch, o0.metadata_hash, k = _S_20.unpack_from(buf, p)
+        p += 12
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.validated_topology_epoch, = _S_1.unpack_from(buf, p)
+                        p += 4
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.validated_topology_epoch != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o0.last_assignment_configs = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupMetadataValue', 0, p, 'array LastAssignmentConfigs longer than the frame')
+                            lst0 = []
+                            app0 = lst0.append
+                            for _ in range(n):
+                                o1 = new(_StreamsGroupMetadataValue_LastAssignmentConfig)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupMetadataValue', 0, p, 'Key runs past the frame')
+                                    o1.key = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupMetadataValue', 0, p, 'null string in Key')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupMetadataValue', 0, p, 'Key runs past the frame')
+                                        o1.key = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupMetadataValue', 0, p, 'Value runs past the frame')
+                                    o1.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupMetadataValue', 0, p, 'null string in Value')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupMetadataValue', 0, p, 'Value runs past the frame')
+                                        o1.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupMetadataValue', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('StreamsGroupMetadataValue', 0, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.last_assignment_configs = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.last_assignment_configs is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    else:
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupMetadataValue_LastAssignmentConfig_0(o, b, h):
+    s = o.key
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.value
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupMetadataValue_0(o, b, h):
+    b += _S_21.pack(o.epoch, o.metadata_hash)
+    u = o.unknown_tags
+    tg = []
+    x = o.validated_topology_epoch
+    if x != -1:
+        t = bytearray()
+        t += _S_1.pack(x)
+        tg.append((0, t))
+    x = o.last_assignment_configs
+    if x is not None:
+        t = bytearray()
+        lst = x
+        if lst is None:
+            t.append(0)
+        else:
+            n = len(lst) + 1
+            if n < 128:
+                t.append(n)
+            else:
+                write_uvarint(t, n)
+            for e in lst:
+                _e_StreamsGroupMetadataValue_LastAssignmentConfig_0(e, t, h)
+        tg.append((1, t))
+    if u:
+        tg.extend(u)
+        tg.sort(key=_first)
+    _write_tags(b, tg)
+
+StreamsGroupMetadataValue._DEC = {0: _d_StreamsGroupMetadataValue_0}
+StreamsGroupMetadataValue._ENC = {0: _e_StreamsGroupMetadataValue_0}
+
+
+class StreamsGroupTopologyKey(KafkaMessage):
+    """StreamsGroupTopologyKey: versions 23."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'StreamsGroupTopologyKey'
+    MIN_VERSION = 23
+    MAX_VERSION = 23
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupTopologyKey_23(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTopologyKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupTopologyKey', 23, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupTopologyKey', 23, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTopologyKey', 23, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTopologyKey_23(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupTopologyKey._DEC = {23: _d_StreamsGroupTopologyKey_23}
+StreamsGroupTopologyKey._ENC = {23: _e_StreamsGroupTopologyKey_23}
+
+
+class _StreamsGroupTopologyValue_CopartitionGroup(KafkaStruct):
+    """CopartitionGroup, inside StreamsGroupTopologyValue."""
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupTopologyValue.CopartitionGroup'
+
+    def __init__(self, source_topics=DEFAULT, source_topic_regex=DEFAULT, repartition_source_topics=DEFAULT, unknown_tags=None):
+        self.source_topics = [] if source_topics is DEFAULT else source_topics
+        self.source_topic_regex = [] if source_topic_regex is DEFAULT else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is DEFAULT else repartition_source_topics
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupTopologyValue_Subtopology(KafkaStruct):
+    """Subtopology, inside StreamsGroupTopologyValue."""
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupTopologyValue.Subtopology'
+
+    def __init__(self, subtopology_id='', source_topics=DEFAULT, source_topic_regex=DEFAULT, state_changelog_topics=DEFAULT, repartition_sink_topics=DEFAULT, repartition_source_topics=DEFAULT, copartition_groups=DEFAULT, unknown_tags=None):
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is DEFAULT else source_topics
+        self.source_topic_regex = [] if source_topic_regex is DEFAULT else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is DEFAULT else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is DEFAULT else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is DEFAULT else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is DEFAULT else copartition_groups
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupTopologyValue_TopicConfig(KafkaStruct):
+    """TopicConfig, inside StreamsGroupTopologyValue."""
+    __slots__ = ('key', 'value', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupTopologyValue.TopicConfig'
+
+    def __init__(self, key='', value='', unknown_tags=None):
+        self.key = key
+        self.value = value
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupTopologyValue_TopicInfo(KafkaStruct):
+    """TopicInfo, inside StreamsGroupTopologyValue."""
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupTopologyValue.TopicInfo'
+
+    def __init__(self, name='', partitions=0, replication_factor=0, topic_configs=DEFAULT, unknown_tags=None):
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is DEFAULT else topic_configs
+        self.unknown_tags = unknown_tags
+
+
+class StreamsGroupTopologyValue(KafkaMessage):
+    """StreamsGroupTopologyValue: versions 0, flexible 0+."""
+    __slots__ = ('epoch', 'subtopologies', 'unknown_tags',)
+    name = 'StreamsGroupTopologyValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, epoch=0, subtopologies=DEFAULT, unknown_tags=None):
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is DEFAULT else subtopologies
+        self.unknown_tags = unknown_tags
+
+
+StreamsGroupTopologyValue.CopartitionGroup = _StreamsGroupTopologyValue_CopartitionGroup
+StreamsGroupTopologyValue.Subtopology = _StreamsGroupTopologyValue_Subtopology
+StreamsGroupTopologyValue.TopicConfig = _StreamsGroupTopologyValue_TopicConfig
+StreamsGroupTopologyValue.TopicInfo = _StreamsGroupTopologyValue_TopicInfo
+
+def _d_StreamsGroupTopologyValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTopologyValue)
+        o0.epoch, k = _S_12.unpack_from(buf, p)
+        p += 4
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in Subtopologies')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array Subtopologies longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupTopologyValue_Subtopology)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in SourceTopics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array SourceTopics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SourceTopics runs past the frame')
+                            e1 = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in SourceTopics')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SourceTopics runs past the frame')
+                                e1 = str(buf[p:q], 'utf-8')
+                                p = q
+                        app1(e1)
+                    o1.source_topics = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in SourceTopicRegex')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array SourceTopicRegex longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SourceTopicRegex runs past the frame')
+                            e1 = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in SourceTopicRegex')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'SourceTopicRegex runs past the frame')
+                                e1 = str(buf[p:q], 'utf-8')
+                                p = q
+                        app1(e1)
+                    o1.source_topic_regex = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in StateChangelogTopics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array StateChangelogTopics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupTopologyValue_TopicInfo)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.partitions, o2.replication_factor, k = _S_22.unpack_from(buf, p)
+                        p += 6
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in TopicConfigs')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array TopicConfigs longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupTopologyValue_TopicConfig)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Key runs past the frame')
+                                    o3.key = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Key')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Key runs past the frame')
+                                        o3.key = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Value')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Value runs past the frame')
+                                        o3.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.topic_configs = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.state_changelog_topics = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in RepartitionSinkTopics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array RepartitionSinkTopics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'RepartitionSinkTopics runs past the frame')
+                            e1 = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in RepartitionSinkTopics')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'RepartitionSinkTopics runs past the frame')
+                                e1 = str(buf[p:q], 'utf-8')
+                                p = q
+                        app1(e1)
+                    o1.repartition_sink_topics = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in RepartitionSourceTopics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array RepartitionSourceTopics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupTopologyValue_TopicInfo)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.partitions, o2.replication_factor, k = _S_22.unpack_from(buf, p)
+                        p += 6
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in TopicConfigs')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array TopicConfigs longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupTopologyValue_TopicConfig)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Key runs past the frame')
+                                    o3.key = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Key')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Key runs past the frame')
+                                        o3.key = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null string in Value')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'Value runs past the frame')
+                                        o3.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.topic_configs = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.repartition_source_topics = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in CopartitionGroups')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array CopartitionGroups longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_StreamsGroupTopologyValue_CopartitionGroup_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
+                        o2 = new(_StreamsGroupTopologyValue_CopartitionGroup)
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.source_topics = [*_K_int16[k](buf, p + 1)]
+                            p += 2 * k - 1
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in SourceTopics')
+                            else:
+                                if n < 64:
+                                    o2.source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 2 > end - p:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array SourceTopics longer than the frame')
+                                    o2.source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                p += n * 2
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.source_topic_regex = [*_K_int16[k](buf, p + 1)]
+                            p += 2 * k - 1
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in SourceTopicRegex')
+                            else:
+                                if n < 64:
+                                    o2.source_topic_regex = [*_A_int16[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 2 > end - p:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array SourceTopicRegex longer than the frame')
+                                    o2.source_topic_regex = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                p += n * 2
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.repartition_source_topics = [*_K_int16[k](buf, p + 1)]
+                            p += 2 * k - 1
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'null array in RepartitionSourceTopics')
+                            else:
+                                if n < 64:
+                                    o2.repartition_source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 2 > end - p:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'array RepartitionSourceTopics longer than the frame')
+                                    o2.repartition_source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                p += n * 2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                        r1 -= 1
+                    o1.copartition_groups = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.subtopologies = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupTopologyValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupTopologyValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTopologyValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTopologyValue_TopicConfig_0(o, b, h):
+    s = o.key
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.value
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupTopologyValue_TopicInfo_0(o, b, h):
+    s = o.name
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_9.pack(o.partitions, o.replication_factor)
+    lst = o.topic_configs
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTopologyValue_TopicConfig_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupTopologyValue_CopartitionGroup_0(o, b, h):
+    lst = o.source_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%dh' % len(lst), *lst)
+    lst = o.source_topic_regex
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%dh' % len(lst), *lst)
+    lst = o.repartition_source_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%dh' % len(lst), *lst)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupTopologyValue_Subtopology_0(o, b, h):
+    s = o.subtopology_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    lst = o.source_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.source_topic_regex
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.state_changelog_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTopologyValue_TopicInfo_0(e, b, h)
+    lst = o.repartition_sink_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.repartition_source_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTopologyValue_TopicInfo_0(e, b, h)
+    lst = o.copartition_groups
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTopologyValue_CopartitionGroup_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupTopologyValue_0(o, b, h):
+    b += _S_1.pack(o.epoch)
+    lst = o.subtopologies
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTopologyValue_Subtopology_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+_L_StreamsGroupTopologyValue_CopartitionGroup_0 = _ElementLayout(_StreamsGroupTopologyValue_CopartitionGroup, [('source_topics', 'h', True), ('source_topic_regex', 'h', True), ('repartition_source_topics', 'h', True)], {}, True, globals())
+
+StreamsGroupTopologyValue._DEC = {0: _d_StreamsGroupTopologyValue_0}
+StreamsGroupTopologyValue._ENC = {0: _e_StreamsGroupTopologyValue_0}
+
+
+class StreamsGroupMemberMetadataKey(KafkaMessage):
+    """StreamsGroupMemberMetadataKey: versions 19."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'StreamsGroupMemberMetadataKey'
+    MIN_VERSION = 19
+    MAX_VERSION = 19
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupMemberMetadataKey_19(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupMemberMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupMemberMetadataKey', 19, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataKey', 19, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupMemberMetadataKey', 19, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataKey', 19, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupMemberMetadataKey', 19, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupMemberMetadataKey_19(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupMemberMetadataKey._DEC = {19: _d_StreamsGroupMemberMetadataKey_19}
+StreamsGroupMemberMetadataKey._ENC = {19: _e_StreamsGroupMemberMetadataKey_19}
+
+
+class _StreamsGroupMemberMetadataValue_Endpoint(KafkaStruct):
+    """Endpoint, inside StreamsGroupMemberMetadataValue."""
+    __slots__ = ('host', 'port', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupMemberMetadataValue.Endpoint'
+
+    def __init__(self, host='', port=0, unknown_tags=None):
+        self.host = host
+        self.port = port
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupMemberMetadataValue_KeyValue(KafkaStruct):
+    """KeyValue, inside StreamsGroupMemberMetadataValue."""
+    __slots__ = ('key', 'value', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupMemberMetadataValue.KeyValue'
+
+    def __init__(self, key='', value='', unknown_tags=None):
+        self.key = key
+        self.value = value
+        self.unknown_tags = unknown_tags
+
+
+class StreamsGroupMemberMetadataValue(KafkaMessage):
+    """StreamsGroupMemberMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'unknown_tags',)
+    name = 'StreamsGroupMemberMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, instance_id='', rack_id='', client_id='', client_host='', rebalance_timeout_ms=0, topology_epoch=0, process_id='', user_endpoint=None, client_tags=DEFAULT, unknown_tags=None):
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is DEFAULT else client_tags
+        self.unknown_tags = unknown_tags
+
+
+StreamsGroupMemberMetadataValue.Endpoint = _StreamsGroupMemberMetadataValue_Endpoint
+StreamsGroupMemberMetadataValue.KeyValue = _StreamsGroupMemberMetadataValue_KeyValue
+
+def _d_StreamsGroupMemberMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupMemberMetadataValue)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'InstanceId runs past the frame')
+            o0.instance_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'InstanceId runs past the frame')
+                o0.instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'RackId runs past the frame')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ClientId runs past the frame')
+            o0.client_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in ClientId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ClientId runs past the frame')
+                o0.client_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ClientHost runs past the frame')
+            o0.client_host = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in ClientHost')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ClientHost runs past the frame')
+                o0.client_host = str(buf[p:q], 'utf-8')
+                p = q
+        o0.rebalance_timeout_ms, o0.topology_epoch, k = _S_13.unpack_from(buf, p)
+        p += 8
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ProcessId runs past the frame')
+            o0.process_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in ProcessId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'ProcessId runs past the frame')
+                o0.process_id = str(buf[p:q], 'utf-8')
+                p = q
+        if _S_16.unpack_from(buf, p)[0] < 0:
+            p += 1
+            o0.user_endpoint = None
+        else:
+            p += 1
+            o1 = new(_StreamsGroupMemberMetadataValue_Endpoint)
+            k = buf[p]
+            if 0 < k < 128:
+                q = p + k
+                if q > end:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Host runs past the frame')
+                o1.host = str(buf[p + 1:q], 'utf-8')
+                p = q
+            else:
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+            o1.port, k = _S_23.unpack_from(buf, p)
+            p += 2
+            if k == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.user_endpoint = o1
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null array in ClientTags')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'array ClientTags longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupMemberMetadataValue_KeyValue)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Value runs past the frame')
+                    o1.value = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'null string in Value')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'Value runs past the frame')
+                        o1.value = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.client_tags = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupMemberMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupMemberMetadataValue_Endpoint_0(o, b, h):
+    s = o.host
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_24.pack(o.port)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupMemberMetadataValue_KeyValue_0(o, b, h):
+    s = o.key
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.value
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupMemberMetadataValue_0(o, b, h):
+    s = o.instance_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.rack_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.client_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.client_host
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_10.pack(o.rebalance_timeout_ms, o.topology_epoch)
+    s = o.process_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    if o.user_endpoint is None:
+        b.append(255)
+    else:
+        b.append(1)
+        _e_StreamsGroupMemberMetadataValue_Endpoint_0(o.user_endpoint, b, h)
+    lst = o.client_tags
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupMemberMetadataValue_KeyValue_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupMemberMetadataValue._DEC = {0: _d_StreamsGroupMemberMetadataValue_0}
+StreamsGroupMemberMetadataValue._ENC = {0: _e_StreamsGroupMemberMetadataValue_0}
+
+
+class StreamsGroupTargetAssignmentMetadataKey(KafkaMessage):
+    """StreamsGroupTargetAssignmentMetadataKey: versions 20."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'StreamsGroupTargetAssignmentMetadataKey'
+    MIN_VERSION = 20
+    MAX_VERSION = 20
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupTargetAssignmentMetadataKey_20(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTargetAssignmentMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMetadataKey', 20, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupTargetAssignmentMetadataKey', 20, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTargetAssignmentMetadataKey', 20, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTargetAssignmentMetadataKey_20(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupTargetAssignmentMetadataKey._DEC = {20: _d_StreamsGroupTargetAssignmentMetadataKey_20}
+StreamsGroupTargetAssignmentMetadataKey._ENC = {20: _e_StreamsGroupTargetAssignmentMetadataKey_20}
+
+
+class StreamsGroupTargetAssignmentMetadataValue(KafkaMessage):
+    """StreamsGroupTargetAssignmentMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('assignment_epoch', 'assignment_timestamp', 'unknown_tags',)
+    name = 'StreamsGroupTargetAssignmentMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, assignment_epoch=0, assignment_timestamp=0, unknown_tags=None):
+        self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupTargetAssignmentMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTargetAssignmentMetadataValue)
+        o0.assignment_timestamp = 0
+        o0.assignment_epoch, k = _S_12.unpack_from(buf, p)
+        p += 4
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupTargetAssignmentMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupTargetAssignmentMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.assignment_timestamp, = _S_3.unpack_from(buf, p)
+                        p += 8
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.assignment_timestamp != 0):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    else:
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTargetAssignmentMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTargetAssignmentMetadataValue_0(o, b, h):
+    b += _S_1.pack(o.assignment_epoch)
+    u = o.unknown_tags
+    tg = []
+    x = o.assignment_timestamp
+    if x != 0:
+        t = bytearray()
+        t += _S_3.pack(x)
+        tg.append((0, t))
+    if u:
+        tg.extend(u)
+        tg.sort(key=_first)
+    _write_tags(b, tg)
+
+StreamsGroupTargetAssignmentMetadataValue._DEC = {0: _d_StreamsGroupTargetAssignmentMetadataValue_0}
+StreamsGroupTargetAssignmentMetadataValue._ENC = {0: _e_StreamsGroupTargetAssignmentMetadataValue_0}
+
+
+class StreamsGroupTargetAssignmentMemberKey(KafkaMessage):
+    """StreamsGroupTargetAssignmentMemberKey: versions 21."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'StreamsGroupTargetAssignmentMemberKey'
+    MIN_VERSION = 21
+    MAX_VERSION = 21
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupTargetAssignmentMemberKey_21(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTargetAssignmentMemberKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMemberKey', 21, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupTargetAssignmentMemberKey', 21, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMemberKey', 21, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupTargetAssignmentMemberKey', 21, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTargetAssignmentMemberKey', 21, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTargetAssignmentMemberKey_21(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupTargetAssignmentMemberKey._DEC = {21: _d_StreamsGroupTargetAssignmentMemberKey_21}
+StreamsGroupTargetAssignmentMemberKey._ENC = {21: _e_StreamsGroupTargetAssignmentMemberKey_21}
+
+
+class _StreamsGroupTargetAssignmentMemberValue_TaskIds(KafkaStruct):
+    """TaskIds, inside StreamsGroupTargetAssignmentMemberValue."""
+    __slots__ = ('subtopology_id', 'partitions', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupTargetAssignmentMemberValue.TaskIds'
+
+    def __init__(self, subtopology_id='', partitions=DEFAULT, unknown_tags=None):
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is DEFAULT else partitions
+        self.unknown_tags = unknown_tags
+
+
+class StreamsGroupTargetAssignmentMemberValue(KafkaMessage):
+    """StreamsGroupTargetAssignmentMemberValue: versions 0, flexible 0+."""
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks', 'unknown_tags',)
+    name = 'StreamsGroupTargetAssignmentMemberValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, active_tasks=DEFAULT, standby_tasks=DEFAULT, warmup_tasks=DEFAULT, unknown_tags=None):
+        self.active_tasks = [] if active_tasks is DEFAULT else active_tasks
+        self.standby_tasks = [] if standby_tasks is DEFAULT else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is DEFAULT else warmup_tasks
+        self.unknown_tags = unknown_tags
+
+
+StreamsGroupTargetAssignmentMemberValue.TaskIds = _StreamsGroupTargetAssignmentMemberValue_TaskIds
+
+def _d_StreamsGroupTargetAssignmentMemberValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupTargetAssignmentMemberValue)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in ActiveTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array ActiveTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupTargetAssignmentMemberValue_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in StandbyTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array StandbyTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupTargetAssignmentMemberValue_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in WarmupTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array WarmupTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupTargetAssignmentMemberValue_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupTargetAssignmentMemberValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupTargetAssignmentMemberValue_TaskIds_0(o, b, h):
+    s = o.subtopology_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%di' % len(lst), *lst)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupTargetAssignmentMemberValue_0(o, b, h):
+    lst = o.active_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTargetAssignmentMemberValue_TaskIds_0(e, b, h)
+    lst = o.standby_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTargetAssignmentMemberValue_TaskIds_0(e, b, h)
+    lst = o.warmup_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupTargetAssignmentMemberValue_TaskIds_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupTargetAssignmentMemberValue._DEC = {0: _d_StreamsGroupTargetAssignmentMemberValue_0}
+StreamsGroupTargetAssignmentMemberValue._ENC = {0: _e_StreamsGroupTargetAssignmentMemberValue_0}
+
+
+class StreamsGroupCurrentMemberAssignmentKey(KafkaMessage):
+    """StreamsGroupCurrentMemberAssignmentKey: versions 22."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'StreamsGroupCurrentMemberAssignmentKey'
+    MIN_VERSION = 22
+    MAX_VERSION = 22
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_StreamsGroupCurrentMemberAssignmentKey_22(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupCurrentMemberAssignmentKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentKey', 22, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentKey', 22, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentKey', 22, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentKey', 22, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupCurrentMemberAssignmentKey', 22, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupCurrentMemberAssignmentKey_22(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+StreamsGroupCurrentMemberAssignmentKey._DEC = {22: _d_StreamsGroupCurrentMemberAssignmentKey_22}
+StreamsGroupCurrentMemberAssignmentKey._ENC = {22: _e_StreamsGroupCurrentMemberAssignmentKey_22}
+
+
+class _StreamsGroupCurrentMemberAssignmentValue_TaskIds(KafkaStruct):
+    """TaskIds, inside StreamsGroupCurrentMemberAssignmentValue."""
+    __slots__ = ('subtopology_id', 'partitions', 'assignment_epochs', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupCurrentMemberAssignmentValue.TaskIds'
+
+    def __init__(self, subtopology_id='', partitions=DEFAULT, assignment_epochs=None, unknown_tags=None):
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is DEFAULT else partitions
+        self.assignment_epochs = assignment_epochs
+        self.unknown_tags = unknown_tags
+
+
+class StreamsGroupCurrentMemberAssignmentValue(KafkaMessage):
+    """StreamsGroupCurrentMemberAssignmentValue: versions 0, flexible 0+."""
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation', 'unknown_tags',)
+    name = 'StreamsGroupCurrentMemberAssignmentValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, member_epoch=0, previous_member_epoch=0, state=0, active_tasks=DEFAULT, standby_tasks=DEFAULT, warmup_tasks=DEFAULT, active_tasks_pending_revocation=DEFAULT, standby_tasks_pending_revocation=DEFAULT, warmup_tasks_pending_revocation=DEFAULT, unknown_tags=None):
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.active_tasks = [] if active_tasks is DEFAULT else active_tasks
+        self.standby_tasks = [] if standby_tasks is DEFAULT else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is DEFAULT else warmup_tasks
+        self.active_tasks_pending_revocation = [] if active_tasks_pending_revocation is DEFAULT else active_tasks_pending_revocation
+        self.standby_tasks_pending_revocation = [] if standby_tasks_pending_revocation is DEFAULT else standby_tasks_pending_revocation
+        self.warmup_tasks_pending_revocation = [] if warmup_tasks_pending_revocation is DEFAULT else warmup_tasks_pending_revocation
+        self.unknown_tags = unknown_tags
+
+
+StreamsGroupCurrentMemberAssignmentValue.TaskIds = _StreamsGroupCurrentMemberAssignmentValue_TaskIds
+
+def _d_StreamsGroupCurrentMemberAssignmentValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupCurrentMemberAssignmentValue)
+        o0.member_epoch, o0.previous_member_epoch, o0.state, k = _S_17.unpack_from(buf, p)
+        p += 9
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in ActiveTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array ActiveTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in StandbyTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array StandbyTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in WarmupTasks')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array WarmupTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in ActiveTasksPendingRevocation')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array ActiveTasksPendingRevocation longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks_pending_revocation = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in StandbyTasksPendingRevocation')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array StandbyTasksPendingRevocation longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks_pending_revocation = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in WarmupTasksPendingRevocation')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array WarmupTasksPendingRevocation longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+                o1.assignment_epochs = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o1.assignment_epochs = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.assignment_epochs = None
+                                    else:
+                                        if n < 64:
+                                            o1.assignment_epochs = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'array AssignmentEpochs longer than the frame')
+                                            o1.assignment_epochs = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.assignment_epochs is not None):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks_pending_revocation = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupCurrentMemberAssignmentValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(o, b, h):
+    s = o.subtopology_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%di' % len(lst), *lst)
+    u = o.unknown_tags
+    tg = []
+    x = o.assignment_epochs
+    if x is not None:
+        t = bytearray()
+        lst = x
+        if lst is None:
+            t.append(0)
+        else:
+            n = len(lst) + 1
+            if n < 128:
+                t.append(n)
+            else:
+                write_uvarint(t, n)
+            t += _pack('>%di' % len(lst), *lst)
+        tg.append((0, t))
+    if u:
+        tg.extend(u)
+        tg.sort(key=_first)
+    _write_tags(b, tg)
+
+def _e_StreamsGroupCurrentMemberAssignmentValue_0(o, b, h):
+    b += _S_18.pack(o.member_epoch, o.previous_member_epoch, o.state)
+    lst = o.active_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    lst = o.standby_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    lst = o.warmup_tasks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    lst = o.active_tasks_pending_revocation
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    lst = o.standby_tasks_pending_revocation
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    lst = o.warmup_tasks_pending_revocation
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupCurrentMemberAssignmentValue._DEC = {0: _d_StreamsGroupCurrentMemberAssignmentValue_0}
+StreamsGroupCurrentMemberAssignmentValue._ENC = {0: _e_StreamsGroupCurrentMemberAssignmentValue_0}

@@ -1,0 +1,1 @@
+"""Streams groups (KIP-1071): Kafka Streams' own group protocol, with the task assignment on the broker."""
