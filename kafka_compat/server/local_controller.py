@@ -31,6 +31,7 @@ from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
+from .remote_log_config import validate_remote_storage
 from .replica_manager import ReplicaManager
 from .topics import Topic, TopicRegistry, validate_name
 
@@ -130,7 +131,7 @@ class LocalController:
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
-        log_config(self.config, configs)
+        check_topic_configs(self.config, configs)
         return configs
 
     def check_new_topic(self, name: str, partitions: int, replication_factor: int,
@@ -269,3 +270,11 @@ def log_config(broker_config, topic_configs: dict[str, str]) -> LogConfig:
     props = broker_config.topic_defaults()
     props.update(validate_topic_configs(topic_configs))
     return LogConfig(props)
+
+
+def check_topic_configs(broker_config, topic_configs: dict[str, str]) -> LogConfig:
+    """log_config, then Kafka's rules for tiered storage (remote.storage.enable needs the broker's system on,
+    and no compaction; local.retention.* within retention.*): what a create or an alter must pass."""
+    config = log_config(broker_config, topic_configs)
+    validate_remote_storage(broker_config, config)
+    return config
