@@ -2,10 +2,15 @@
 settings and their checks, segments copied with their indexes, local retention, reads of tiered offsets."""
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from wire import WireClient
 
+from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
 from kafka_compat.testing import EmbeddedBroker, s3_server  # noqa: F401  (the fixture)
 
 
@@ -38,3 +43,101 @@ def test_kafkas_rules_for_a_tiered_topic(s3_server):  # noqa: F811
         assert "must not be more than retention.bytes" in _refusal(
             admin, "b", {"remote.storage.enable": "true", "retention.bytes": "1000", "local.retention.bytes": "2000"})
         _create(admin, "ok", {"remote.storage.enable": "true", "local.retention.ms": "1000"})
+
+
+TIERED_BROKER = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.interval.ms": "500",
+                 "log.retention.check.interval.ms": "500", "log.segment.delete.delay.ms": "0",
+                 "rlmm.config.remote.log.metadata.topic.num.partitions": "5",
+                 "rlmm.config.remote.log.metadata.topic.replication.factor": "1"}
+RECORDS = 3000
+
+
+def _list_offset_raw(bootstrap: str, topic: str, timestamp: int) -> int:
+    """ListOffsets v9 with a sentinel (-4 EARLIEST_LOCAL, -5 LATEST_TIERED), on the wire."""
+    host, port = bootstrap.rsplit(":", 1)
+    c = WireClient(host, int(port))
+    try:
+        resp = c.call(2, 9, ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])]))
+    finally:
+        c.close()
+    part = resp.topics[0].partitions[0]
+    assert part.error_code == 0, part
+    return part.offset
+
+
+def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 50})
+    for i in range(start, start + count):
+        producer.produce(topic, key=str(i).encode(), value=b"v%06d" % i + b"x" * 200)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def _consume_all(bootstrap: str, topic: str, count: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tiered-reader", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen, deadline = [], time.monotonic() + 60
+    try:
+        while len(seen) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is None:
+                continue
+            assert not msg.error(), msg.error()
+            assert msg.value().startswith(b"v%06d" % int(msg.key()))
+            seen.append(msg.offset())
+    finally:
+        consumer.close()
+    return seen
+
+
+def _wait(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _local_segments(broker: EmbeddedBroker, topic: str) -> list[str]:
+    directory = os.path.join(broker.log_dir, f"{topic}-0")
+    return sorted(f for f in os.listdir(directory) if f.endswith(".log"))
+
+
+def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_server):  # noqa: F811
+    with EmbeddedBroker({**TIERED_BROKER, **s3_server.rsm_config(key_prefix="tiered/")}) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        _create(admin, "t", {"remote.storage.enable": "true", "segment.bytes": "65536",
+                             "local.retention.bytes": "131072", "retention.ms": "-1"})
+        _produce(broker.bootstrap, "t", 0, RECORDS)
+
+        def tiered():
+            keys = s3_server.keys("tiered/")
+            return keys if sum(k.endswith(".rsm-manifest") for k in keys) >= 5 else None
+        keys = _wait(tiered, 60, "segments in the bucket")
+        segment_dirs = {k.rsplit("/", 1)[0] for k in keys}
+        assert len(segment_dirs) == 1 and segment_dirs.pop().startswith("tiered/t-")
+        one = next(k for k in keys if k.endswith(".log")).rsplit(".", 1)[0]
+        for suffix in ("log", "index", "timeindex", "snapshot", "leader-epoch-checkpoint", "txnindex", "rsm-manifest"):
+            assert f"{one}.{suffix}" in keys, (suffix, keys[:10])
+
+        local_start = _wait(lambda: _list_offset_raw(broker.bootstrap, "t", -4) or None, 60, "local deletion")
+        assert not any(name.startswith("00000000000000000000") for name in _local_segments(broker, "t"))
+        assert _list_offset_raw(broker.bootstrap, "t", -2) == 0            # EARLIEST: the remote part's start
+        assert _list_offset_raw(broker.bootstrap, "t", -1) == RECORDS
+        highest_tiered = _list_offset_raw(broker.bootstrap, "t", -5)
+        assert local_start - 1 <= highest_tiered < RECORDS
+
+        assert _consume_all(broker.bootstrap, "t", RECORDS) == list(range(RECORDS))
+
+        broker.restart()           # what is remote is read back from __remote_log_metadata
+        assert _list_offset_raw(broker.bootstrap, "t", -2) == 0
+        assert _list_offset_raw(broker.bootstrap, "t", -5) >= highest_tiered
+        assert _consume_all(broker.bootstrap, "t", RECORDS) == list(range(RECORDS))

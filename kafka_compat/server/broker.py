@@ -242,6 +242,7 @@ class Broker:
         self.zk_controller: Any = None            # the ZooKeeper controller (cluster)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.remote_log_manager = None
         self.group_coordinator: GroupCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.txn_marker_writer: WriteTxnMarkersApi | None = None
@@ -404,10 +405,25 @@ class Broker:
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
         await self._start_transactions(elect_locally=True)
+        await self._start_remote_log_manager(cluster=False)
         self.apis = KafkaApis(self._handlers())
         self._start_token_expiry()
         await self._start_socket_server(connection_quotas)
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+
+    async def _start_remote_log_manager(self, cluster: bool) -> None:
+        """Tiered storage (KIP-405) when remote.log.storage.system.enable: the metadata topic loaded, then the
+        copy and expiration task running and remote reads wired into fetches."""
+        if not self.config["remote.log.storage.system.enable"]:
+            return
+        from .remote_log_manager import RemoteLogManager
+        try:
+            rlm = RemoteLogManager(self.config, self.broker_id, self.replica_manager, self.metadata_cache,
+                                   self.controller, cluster=cluster)
+        except ValueError as e:
+            raise BrokerStartError(f"tiered storage: {e}") from e
+        await rlm.startup()
+        self.remote_log_manager = self.replica_manager.remote_log_manager = rlm
 
     async def _start_transactions(self, elect_locally: bool) -> None:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
@@ -675,6 +691,9 @@ class Broker:
             await self.group_coordinator.shutdown()
         if self.controller is not None and not self.cluster_mode:
             self.controller.shutdown()               # the LocalController's chunks stop
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.shutdown()
+            self.remote_log_manager = None
         if self.replica_manager is not None:
             await self.replica_manager.shutdown_fetchers()
             self.replica_manager.shutdown()

@@ -309,6 +309,6 @@ class FetchApi:
         if version < 4:
             # Fetch v0-v1 read magic 0, v2-v3 magic 1: convert what the log holds.
             return down_convert(records.read_bytes(), 0 if version < 2 else 1)
-        if size < SENDFILE_MIN_BYTES:
+        if size < SENDFILE_MIN_BYTES or records.data is not None:      # small, or read from remote storage
             return records.read_bytes()
         return FileRecords(records)

@@ -70,8 +70,3 @@ def validate_remote_storage(config, log_config: LogConfig) -> None:
             raise ConfigError(local, local_value, f"Value must not be more than {total} property value: "
                                                   f"{total_value}")
 
-
-def local_retention(log_config: LogConfig) -> tuple[int, int]:
-    """(ms, bytes) a tiered topic keeps locally: -2 means the total retention, as in Kafka's LogConfig."""
-    ms, size = log_config.local_retention_ms, log_config.local_retention_bytes
-    return (log_config.retention_ms if ms == -2 else ms), (log_config.retention_bytes if size == -2 else size)
