@@ -8,6 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from controller_cluster import wait_until
 from wire import WireClient
 
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
@@ -77,11 +78,11 @@ def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def _consume_all(bootstrap: str, topic: str, count: int) -> list[int]:
+def _consume_all(bootstrap: str, topic: str, count: int, start: int = 0) -> list[int]:
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tiered-reader", "enable.auto.commit": False,
                          "fetch.wait.max.ms": 100})
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, 0, start)])
     seen, deadline = [], time.monotonic() + 60
     try:
         while len(seen) < count and time.monotonic() < deadline:
@@ -94,16 +95,6 @@ def _consume_all(bootstrap: str, topic: str, count: int) -> list[int]:
     finally:
         consumer.close()
     return seen
-
-
-def _wait(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _local_segments(broker: EmbeddedBroker, topic: str) -> list[str]:
@@ -121,14 +112,14 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         def tiered():
             keys = s3_server.keys("tiered/")
             return keys if sum(k.endswith(".rsm-manifest") for k in keys) >= 5 else None
-        keys = _wait(tiered, 60, "segments in the bucket")
+        keys = wait_until(tiered, 60, "segments in the bucket")
         segment_dirs = {k.rsplit("/", 1)[0] for k in keys}
         assert len(segment_dirs) == 1 and segment_dirs.pop().startswith("tiered/t-")
         one = next(k for k in keys if k.endswith(".log")).rsplit(".", 1)[0]
         for suffix in ("log", "index", "timeindex", "snapshot", "leader-epoch-checkpoint", "txnindex", "rsm-manifest"):
             assert f"{one}.{suffix}" in keys, (suffix, keys[:10])
 
-        local_start = _wait(lambda: _list_offset_raw(broker.bootstrap, "t", -4) or None, 60, "local deletion")
+        local_start = wait_until(lambda: _list_offset_raw(broker.bootstrap, "t", -4) or None, 60, "local deletion")
         assert not any(name.startswith("00000000000000000000") for name in _local_segments(broker, "t"))
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0            # EARLIEST: the remote part's start
         assert _list_offset_raw(broker.bootstrap, "t", -1) == RECORDS
@@ -141,3 +132,25 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0
         assert _list_offset_raw(broker.bootstrap, "t", -5) >= highest_tiered
         assert _consume_all(broker.bootstrap, "t", RECORDS) == list(range(RECORDS))
+
+
+def test_total_retention_deletes_remote_segments_from_the_bucket(s3_server):  # noqa: F811
+    with EmbeddedBroker({**TIERED_BROKER, **s3_server.rsm_config()}) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        _create(admin, "r", {"remote.storage.enable": "true", "segment.bytes": "65536", "retention.ms": "-1",
+                             "retention.bytes": "262144", "local.retention.bytes": "131072"})
+        _produce(broker.bootstrap, "r", 0, RECORDS)
+        wait_until(lambda: _list_offset_raw(broker.bootstrap, "r", -2) > 0, 60, "the log start to move")
+
+        def starts():          # the start offsets of the segments in the bucket, once the oldest is gone
+            found = sorted({int(k.rsplit("/", 1)[1].split("-")[0]) for k in s3_server.keys()
+                            if k.endswith(".rsm-manifest")})
+            return found if found and found[0] > 0 else None
+        wait_until(starts, 60, "remote expiration")
+        # the bucket's first segment is the log start offset: nothing listed that is gone, nothing kept unlisted
+        earliest = wait_until(lambda: (s := starts()) and s[0] == _list_offset_raw(broker.bootstrap, "r", -2)
+                              and s[0], 30, "the bucket and the log start to agree")
+        local_start = _list_offset_raw(broker.bootstrap, "r", -4)
+        assert earliest < local_start <= _list_offset_raw(broker.bootstrap, "r", -5) + 1
+        assert (RECORDS - earliest) * 220 <= 262144 + 65536 + 8192
+        assert _consume_all(broker.bootstrap, "r", RECORDS - earliest, earliest) == list(range(earliest, RECORDS))
