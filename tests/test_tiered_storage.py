@@ -154,3 +154,40 @@ def test_total_retention_deletes_remote_segments_from_the_bucket(s3_server):  # 
         assert earliest < local_start <= _list_offset_raw(broker.bootstrap, "r", -5) + 1
         assert (RECORDS - earliest) * 220 <= 262144 + 65536 + 8192
         assert _consume_all(broker.bootstrap, "r", RECORDS - earliest, earliest) == list(range(earliest, RECORDS))
+
+        # deleting the topic deletes its remote data too, as Kafka does
+        admin.delete_topics(["r"])["r"].result(30)
+        wait_until(lambda: not s3_server.keys(), 60, "the deleted topic's objects to go")
+
+
+def test_remote_log_metadata_records_are_kafkas():
+    """murmur2 gives Kafka's own test vectors (Utils.murmur2), and a record reads back as written."""
+    from kafka_compat.storage.remote_storage_manager import RemoteLogSegmentMetadata
+
+    from kafka_compat.server.remote_log_metadata import deserialize, murmur2, segment_record
+    assert [murmur2(s) for s in (b"21", b"foobar", b"abc", b"a-little-bit-long-string")] == [
+        -973932308, -790332482, 479470107, -985981536]
+    m = RemoteLogSegmentMetadata.new("t", bytes(range(16)), 3, start_offset=100, end_offset=199, max_timestamp_ms=7,
+                                     broker_id=2, event_timestamp_ms=8, segment_leader_epochs={0: 100, 4: 150},
+                                     segment_size=4096, broker_leader_epoch=4)
+    value = segment_record(m)
+    assert value[:3] == bytes([1, 0, 1])          # frame version 1, api key 0, version 1
+    api_key, record = deserialize(value)
+    assert api_key == 0 and (record.start_offset, record.end_offset, record.segment_size_in_bytes) == (100, 199, 4096)
+    assert record.remote_log_segment_id.topic_id_partition.partition == 3
+    assert [(e.leader_epoch, e.offset) for e in record.segment_leader_epochs] == [(0, 100), (4, 150)]
+
+
+def test_a_remote_batch_that_fails_its_crc_is_never_served():
+    from kafka_compat.protocol.records import build_batch
+    from kafka_compat.server.remote_log_manager import whole_batches
+    first = bytes(build_batch([(b"k", b"v" * 100, (), 1)], base_offset=10))
+    second = bytes(build_batch([(b"k", b"w" * 100, (), 1)], base_offset=11))
+    data = first + second
+    assert whole_batches(data, 11, 1 << 20, True) == (second, 0)          # from the batch holding the offset
+    assert whole_batches(data, 10, len(first), True) == (first, 0)        # whole batches within max bytes
+    assert whole_batches(data[:len(first) + 20], 11, 1 << 20, True) == (b"", len(data))   # needs more bytes
+    bad = bytearray(data)
+    bad[len(first) + 70] ^= 0xFF
+    with pytest.raises(ValueError, match="CRC"):
+        whole_batches(bytes(bad), 11, 1 << 20, True)

@@ -424,6 +424,8 @@ class Broker:
             raise BrokerStartError(f"tiered storage: {e}") from e
         await rlm.startup()
         self.remote_log_manager = self.replica_manager.remote_log_manager = rlm
+        if not cluster:
+            self.controller.on_topic_deleted.append(rlm.on_topic_deleted)
 
     async def _start_transactions(self, elect_locally: bool) -> None:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.

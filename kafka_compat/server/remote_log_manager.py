@@ -41,6 +41,9 @@ from kafka_compat.storage.producer_state import snapshot_path
 from kafka_compat.storage.remote_storage_manager import (
     COPY_SEGMENT_FINISHED,
     COPY_SEGMENT_STARTED,
+    DELETE_PARTITION_FINISHED,
+    DELETE_PARTITION_MARKED,
+    DELETE_PARTITION_STARTED,
     DELETE_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
     RemoteLogSegmentMetadata,
@@ -159,6 +162,7 @@ class RemoteLogManager:
         self._stop = threading.Event()
         self._task: asyncio.Task | None = None
         self._retry_at: dict[tuple[str, int], tuple[float, float]] = {}   # partition -> (next try, backoff ms)
+        self._deletions: set[asyncio.Task] = set()
         # counters under Kafka's metric names (BrokerTopicMetrics), all topics together
         self.stats = collections.Counter()
 
@@ -170,6 +174,8 @@ class RemoteLogManager:
 
     async def shutdown(self) -> None:
         self._stop.set()
+        for task in list(self._deletions):
+            task.cancel()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -310,6 +316,33 @@ class RemoteLogManager:
             await self.rlmm.update_segment(m, DELETE_SEGMENT_FINISHED)
             log.info("%s-%d: deleted remote segment %d-%d (retention)", partition.topic, partition.index,
                      m.start_offset, m.end_offset)
+
+    # -- topic deletion -------------------------------------------------------------------------------
+    def on_topic_deleted(self, topic: str, partitions: int) -> None:
+        """Kafka deletes a deleted topic's remote data: each partition marked, its segments deleted, finished."""
+        if any(self.rlmm.segments.get((topic, p)) for p in range(partitions)):
+            task = asyncio.ensure_future(self._delete_partitions(topic, partitions))
+            self._deletions.add(task)
+            task.add_done_callback(self._deletions.discard)
+
+    async def _delete_partitions(self, topic: str, partitions: int) -> None:
+        loop = asyncio.get_running_loop()
+        for p in range(partitions):
+            segments = sorted(self.rlmm.segments.get((topic, p), {}).values(), key=lambda m: m.start_offset)
+            if not segments:
+                continue
+            last = segments[-1]
+            try:
+                await self.rlmm.update_partition(last, DELETE_PARTITION_MARKED)
+                await self.rlmm.update_partition(last, DELETE_PARTITION_STARTED)
+                for m in segments:
+                    await self.rlmm.update_segment(m, DELETE_SEGMENT_STARTED)
+                    await loop.run_in_executor(self.copier, self.rsm.delete_log_segment_data, m)
+                    await self.rlmm.update_segment(m, DELETE_SEGMENT_FINISHED)
+                await self.rlmm.update_partition(last, DELETE_PARTITION_FINISHED)
+                log.info("%s-%d: deleted %d remote segments of the deleted topic", topic, p, len(segments))
+            except Exception as exc:
+                log.warning("%s-%d: deleting the remote data of a deleted topic failed: %s", topic, p, exc)
 
     # -- reads --------------------------------------------------------------------------------------
     def holds(self, topic: str, index: int, offset: int) -> bool:

@@ -19,6 +19,7 @@ import time
 
 from kafka_compat.storage.remote_storage_manager import (
     COPY_SEGMENT_FINISHED,
+    DELETE_PARTITION_FINISHED,
     DELETE_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
     RemoteLogSegmentMetadata,
@@ -135,7 +136,6 @@ class TopicBasedRemoteLogMetadataManager:
         self.cluster = cluster
         # (topic, partition) -> segment id -> metadata (every state; readers take COPY_SEGMENT_FINISHED ones)
         self.segments: dict[tuple[str, int], dict[bytes, RemoteLogSegmentMetadata]] = {}
-        self.deleted_partitions: set[tuple[str, int]] = set()
 
     # -- the topic ----------------------------------------------------------------------
     async def ensure_topic(self) -> bool:
@@ -216,7 +216,8 @@ class TopicBasedRemoteLogMetadataManager:
                 m.state = record.remote_log_segment_state
         else:
             tip = record.topic_id_partition
-            self.deleted_partitions.add((tip.name, tip.partition))
+            if record.remote_partition_delete_state == DELETE_PARTITION_FINISHED:
+                self.segments.pop((tip.name, tip.partition), None)
 
     async def _publish(self, m: RemoteLogSegmentMetadata, value: bytes) -> None:
         index = metadata_partition(m.topic_id, m.topic, m.partition, self.num_partitions)
@@ -236,6 +237,14 @@ class TopicBasedRemoteLogMetadataManager:
 
     async def update_segment(self, m: RemoteLogSegmentMetadata, state: int) -> None:
         await self._publish(m, update_record(m, state, self.broker_id))
+
+    async def update_partition(self, m: RemoteLogSegmentMetadata, state: int) -> None:
+        """A RemotePartitionDeleteMetadataRecord for ``m``'s partition (DELETE_PARTITION_* states)."""
+        P = RemotePartitionDeleteMetadataRecord
+        await self._publish(m, serialize(PARTITION_DELETE, P(
+            topic_id_partition=P.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
+            broker_id=self.broker_id, event_timestamp_ms=int(time.time() * 1000), remote_partition_delete_state=state,
+            broker_leader_epoch=m.broker_leader_epoch, end_offset=m.end_offset)))
 
     # -- questions --------------------------------------------------------------------------
     def copied_segments(self, topic: str, partition: int) -> list[RemoteLogSegmentMetadata]:
