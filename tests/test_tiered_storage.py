@@ -191,3 +191,20 @@ def test_a_remote_batch_that_fails_its_crc_is_never_served():
     bad[len(first) + 70] ^= 0xFF
     with pytest.raises(ValueError, match="CRC"):
         whole_batches(bytes(bad), 11, 1 << 20, True)
+
+
+def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # noqa: F811
+    overrides = {**TIERED_BROKER, "remote.log.manager.task.retry.backoff.max.ms": "1000", **s3_server.rsm_config()}
+    with EmbeddedBroker(overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        _create(admin, "d", {"remote.storage.enable": "true", "segment.bytes": "65536", "retention.ms": "-1",
+                             "local.retention.bytes": "65536"})
+        s3_server.stop()
+        _produce(broker.bootstrap, "d", 0, RECORDS)
+        wait_until(lambda: broker.log().count("d-0: tiered storage task failed") >= 2, 60, "failed copies")
+        assert _list_offset_raw(broker.bootstrap, "d", -4) == 0          # nothing copied, nothing deleted
+        assert _list_offset_raw(broker.bootstrap, "d", -5) == -1
+        assert "00000000000000000000.log" in _local_segments(broker, "d")
+        s3_server.start()
+        wait_until(lambda: _list_offset_raw(broker.bootstrap, "d", -4) > 0, 60, "copies once the store is back")
+        assert _consume_all(broker.bootstrap, "d", RECORDS) == list(range(RECORDS))
