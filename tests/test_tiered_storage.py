@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import KafkaException
@@ -12,7 +13,7 @@ from controller_cluster import wait_until
 from wire import WireClient
 
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
-from kafka_compat.testing import EmbeddedBroker, s3_server  # noqa: F401  (the fixture)
+from kafka_compat.testing import EmbeddedBroker, free_port, s3_server  # noqa: F401  (the fixture)
 
 
 def _create(admin: AdminClient, name: str, config: dict) -> None:
@@ -102,8 +103,17 @@ def _local_segments(broker: EmbeddedBroker, topic: str) -> list[str]:
     return sorted(f for f in os.listdir(directory) if f.endswith(".log"))
 
 
+def _metric(port: int, line_start: str) -> float:
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    found = [float(line.rsplit(" ", 1)[1]) for line in page.splitlines() if line.startswith(line_start + " ")]
+    assert found, f"no {line_start} on the metrics page"
+    return found[0]
+
+
 def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_server):  # noqa: F811
-    with EmbeddedBroker({**TIERED_BROKER, **s3_server.rsm_config(key_prefix="tiered/")}) as broker:
+    metrics = free_port()
+    with EmbeddedBroker({**TIERED_BROKER, **s3_server.rsm_config(key_prefix="tiered/"),
+                         "prometheus.listener": f"http://127.0.0.1:{metrics}"}) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         _create(admin, "t", {"remote.storage.enable": "true", "segment.bytes": "65536",
                              "local.retention.bytes": "131072", "retention.ms": "-1"})
@@ -127,6 +137,11 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         assert local_start - 1 <= highest_tiered < RECORDS
 
         assert _consume_all(broker.bootstrap, "t", RECORDS) == list(range(RECORDS))
+        # Kafka's BrokerTopicMetrics Remote* meters, per topic
+        copied = _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopybytes_total{topic="t"}')
+        assert copied >= 5 * 60000
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotefetchbytes_total{topic="t"}') >= local_start * 200
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopyrequests_total{topic="t"}') >= 5
 
         broker.restart()           # what is remote is read back from __remote_log_metadata
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0

@@ -163,8 +163,8 @@ class RemoteLogManager:
         self._task: asyncio.Task | None = None
         self._retry_at: dict[tuple[str, int], tuple[float, float]] = {}   # partition -> (next try, backoff ms)
         self._deletions: set[asyncio.Task] = set()
-        # counters under Kafka's metric names (BrokerTopicMetrics), all topics together
-        self.stats = collections.Counter()
+        # Kafka's BrokerTopicMetrics Remote*PerSec meters, per topic and for all topics
+        self.stats = replica_manager.broker_topic_stats
 
     # -- life ---------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -231,7 +231,7 @@ class RemoteLogManager:
             except Exception as exc:
                 backoff = min(self.backoff_max_ms, retry[1] * 2 if retry else self.backoff_ms)
                 self._retry_at[key] = (time.monotonic() + backoff / 1000, backoff)
-                self.stats["RemoteCopyErrors"] += 1
+                self.stats.record_remote(partition.topic, "remote_copy_errors")
                 log.warning("%s-%d: tiered storage task failed (retry in %d ms): %s", *key, backoff, exc,
                             exc_info=not isinstance(exc, RemoteStorageError))
 
@@ -269,8 +269,8 @@ class RemoteLogManager:
             started = time.monotonic()
             await loop.run_in_executor(self.copier, self._upload, m, files)
             await self.rlmm.update_segment(m, COPY_SEGMENT_FINISHED)
-            self.stats["RemoteCopyRequests"] += 1
-            self.stats["RemoteCopyBytes"] += m.segment_size
+            self.stats.record_remote(partition.topic, "remote_copy_requests")
+            self.stats.record_remote(partition.topic, "remote_copy_bytes", m.segment_size)
             log.info("%s-%d: copied segment %d-%d (%d bytes) to remote storage in %.0f ms", partition.topic,
                      partition.index, base, end, m.segment_size, (time.monotonic() - started) * 1000)
             copied = self.rlmm.copied_segments(partition.topic, partition.index)
@@ -312,7 +312,12 @@ class RemoteLogManager:
         loop = asyncio.get_running_loop()
         for m in expired:
             await self.rlmm.update_segment(m, DELETE_SEGMENT_STARTED)
-            await loop.run_in_executor(self.copier, self.rsm.delete_log_segment_data, m)
+            try:
+                await loop.run_in_executor(self.copier, self.rsm.delete_log_segment_data, m)
+            except RemoteStorageError:
+                self.stats.record_remote(partition.topic, "remote_delete_errors")
+                raise
+            self.stats.record_remote(partition.topic, "remote_delete_requests")
             await self.rlmm.update_segment(m, DELETE_SEGMENT_FINISHED)
             log.info("%s-%d: deleted remote segment %d-%d (retention)", partition.topic, partition.index,
                      m.start_offset, m.end_offset)
@@ -372,8 +377,8 @@ class RemoteLogManager:
                                                                     min_one)
         finally:
             self.pending_reads -= 1
-        self.stats["RemoteFetchRequests"] += 1
-        self.stats["RemoteFetchBytes"] += len(data)
+        self.stats.record_remote(topic, "remote_fetch_requests")
+        self.stats.record_remote(topic, "remote_fetch_bytes", len(data))
         return data
 
     async def delayed_remote_fetch(self, params, fetches, results, remote: list[int]) -> list:
@@ -388,7 +393,7 @@ class RemoteLogManager:
             try:
                 data = await self.read(topic, index, info.fetch_offset, max(min(info.max_bytes, budget), 1), True)
             except (RemoteStorageError, ValueError) as exc:
-                self.stats["RemoteFetchErrors"] += 1
+                self.stats.record_remote(topic, "remote_fetch_errors")
                 log.warning("%s-%d: remote read at %d failed: %s", topic, index, info.fetch_offset, exc)
                 return LogReadResult(ErrorCode.KAFKA_STORAGE_ERROR, None, r.high_watermark, r.log_start_offset,
                                      r.log_end_offset, r.last_stable_offset, error_message=str(exc))
