@@ -449,6 +449,11 @@ class Broker:
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
+        if cfg["remote.log.storage.system.enable"]:
+            # not yet: followers' local retention and the leader's failover need the metadata topic's state
+            # on every broker; a cluster that accepted tiered topics would keep their data locally forever
+            raise BrokerStartError("remote.log.storage.system.enable: tiered storage is supported on a single "
+                                   "node (no zookeeper.connect) only, for now")
         loop = asyncio.get_running_loop()
         self._prepare_dirs(write=False)
         self.zk_client = KafkaZkClient.from_config(cfg)

@@ -266,15 +266,24 @@ class LocalController:
 
 
 def log_config(broker_config, topic_configs: dict[str, str]) -> LogConfig:
-    """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one."""
+    """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one.
+
+    As Kafka's UnifiedLog.isRemoteLogEnabled, a log is tiered only while the broker's
+    remote.log.storage.system.enable is on: otherwise its remote.storage.enable reads false here (and the
+    usual retention applies), whatever the topic says (DescribeConfigs still shows the topic's value)."""
     props = broker_config.topic_defaults()
     props.update(validate_topic_configs(topic_configs))
+    if props.get("remote.storage.enable") and not broker_config["remote.log.storage.system.enable"]:
+        props["remote.storage.enable"] = False
     return LogConfig(props)
 
 
 def check_topic_configs(broker_config, topic_configs: dict[str, str]) -> LogConfig:
-    """log_config, then Kafka's rules for tiered storage (remote.storage.enable needs the broker's system on,
-    and no compaction; local.retention.* within retention.*): what a create or an alter must pass."""
-    config = log_config(broker_config, topic_configs)
+    """The topic's LogConfig as given, then Kafka's rules for tiered storage (remote.storage.enable needs the
+    broker's system on, and no compaction; local.retention.* within retention.*): what a create or an alter
+    must pass."""
+    props = broker_config.topic_defaults()
+    props.update(validate_topic_configs(topic_configs))
+    config = LogConfig(props)
     validate_remote_storage(broker_config, config)
     return config
