@@ -3,6 +3,8 @@ settings and their checks, segments copied with their indexes, local retention, 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -147,6 +149,16 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0
         assert _list_offset_raw(broker.bootstrap, "t", -5) >= highest_tiered
         assert _consume_all(broker.bootstrap, "t", RECORDS) == list(range(RECORDS))
+
+        # the metadata topic's records, decoded as Kafka's dump tool decodes them
+        files = [os.path.join(broker.log_dir, d, f) for d in os.listdir(broker.log_dir)
+                 if d.startswith("__remote_log_metadata-") for f in os.listdir(os.path.join(broker.log_dir, d))
+                 if f.endswith(".log")]
+        dump = subprocess.run([sys.executable, "-m", "kafka_compat", "dump-log", "--remote-log-metadata-decoder",
+                               *files], capture_output=True, text=True, timeout=60, check=True).stdout
+        assert "RemoteLogSegmentMetadata{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition=" in dump
+        assert ":t-0, id=" in dump and "startOffset=0, endOffset=" in dump and "state=COPY_SEGMENT_STARTED" in dump
+        assert "RemoteLogSegmentMetadataUpdate{" in dump and "state=COPY_SEGMENT_FINISHED" in dump
 
 
 def test_total_retention_deletes_remote_segments_from_the_bucket(s3_server):  # noqa: F811

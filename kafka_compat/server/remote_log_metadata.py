@@ -97,6 +97,36 @@ def deserialize(buf) -> tuple[int, object]:
     return api_key, cls.decode(buf, version, p)[0]
 
 
+_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
+           3: "DELETE_SEGMENT_FINISHED"}
+_PARTITION_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED", 2: "DELETE_PARTITION_FINISHED"}
+
+
+def describe(value) -> str:
+    """One metadata record as text (`kafka-compat dump-log --remote-log-metadata-decoder`)."""
+    try:
+        api_key, r = deserialize(bytes(value))
+    except Exception as exc:
+        return f"<not a remote log metadata record: {exc}>"
+    if api_key == PARTITION_DELETE:
+        tip = r.topic_id_partition
+        return (f"RemotePartitionDeleteMetadata{{topicIdPartition={uuid_string(bytes(tip.id))}:{tip.name}-"
+                f"{tip.partition}, state={_PARTITION_STATES.get(r.remote_partition_delete_state)}, "
+                f"eventTimestampMs={r.event_timestamp_ms}, brokerId={r.broker_id}}}")
+    sid = r.remote_log_segment_id
+    tip = sid.topic_id_partition
+    head = (f"remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition={uuid_string(bytes(tip.id))}:{tip.name}-"
+            f"{tip.partition}, id={uuid_string(bytes(sid.id))}}}")
+    if api_key == UPDATE:
+        return (f"RemoteLogSegmentMetadataUpdate{{{head}, state={_STATES.get(r.remote_log_segment_state)}, "
+                f"eventTimestampMs={r.event_timestamp_ms}, brokerId={r.broker_id}}}")
+    epochs = {e.leader_epoch: e.offset for e in r.segment_leader_epochs}
+    return (f"RemoteLogSegmentMetadata{{{head}, startOffset={r.start_offset}, endOffset={r.end_offset}, "
+            f"brokerId={r.broker_id}, maxTimestampMs={r.max_timestamp_ms}, eventTimestampMs={r.event_timestamp_ms}, "
+            f"segmentLeaderEpochs={epochs}, segmentSizeInBytes={r.segment_size_in_bytes}, "
+            f"state={_STATES.get(r.remote_log_segment_state)}}}")
+
+
 def segment_record(m: RemoteLogSegmentMetadata) -> bytes:
     R = RemoteLogSegmentMetadataRecord
     return serialize(SEGMENT, R(
