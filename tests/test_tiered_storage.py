@@ -182,6 +182,19 @@ def test_total_retention_deletes_remote_segments_from_the_bucket(s3_server):  # 
         assert (RECORDS - earliest) * 220 <= 262144 + 65536 + 8192
         assert _consume_all(broker.bootstrap, "r", RECORDS - earliest, earliest) == list(range(earliest, RECORDS))
 
+        # DeleteRecords into the remote part: the log starts there, and the segments below it leave the bucket
+        from confluent_kafka import TopicPartition
+        target = earliest + 300
+        result = admin.delete_records([TopicPartition("r", 0, target)])
+        assert list(result.values())[0].result(30).low_watermark == target
+        assert _list_offset_raw(broker.bootstrap, "r", -2) == target
+        wait_until(lambda: (s := starts()) and s[0] > earliest, 60, "the deleted records' segment to go")
+        assert _consume_all(broker.bootstrap, "r", RECORDS - target, target) == list(range(target, RECORDS))
+        # and past the local start: the whole remote part is below the log start then
+        target = _list_offset_raw(broker.bootstrap, "r", -4) + 10
+        assert list(admin.delete_records([TopicPartition("r", 0, target)]).values())[0].result(30).low_watermark == target
+        assert _list_offset_raw(broker.bootstrap, "r", -2) == _list_offset_raw(broker.bootstrap, "r", -4) == target
+
         # deleting the topic deletes its remote data too, as Kafka does
         admin.delete_topics(["r"])["r"].result(30)
         wait_until(lambda: not s3_server.keys(), 60, "the deleted topic's objects to go")

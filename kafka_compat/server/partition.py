@@ -576,8 +576,7 @@ class Partition:
     # -- tiered storage (the remote log manager's questions and news) ----------------------------
     def set_remote_offsets(self, remote_start: int | None, highest: int) -> None:
         """What is in remote storage: its first offset (None: nothing) and its last (-1: nothing)."""
-        self.log.remote_log_start_offset = remote_start
-        self.log.highest_offset_in_remote_storage = highest
+        self.log.set_remote_offsets(remote_start, highest)
 
     def delete_old_segments(self) -> int:
         """Retention now (a tiered log's local retention, once segments are copied)."""

@@ -291,14 +291,14 @@ class RemoteLogManager:
         retention_ms, retention_bytes = config.retention_ms, config.retention_bytes
         local_only = sum(s.size for s in log_.segments if s.base_offset > copied[-1].end_offset)
         total = sum(m.segment_size for m in copied) + local_only
-        start = log_.log_start_offset if log_.remote_log_start_offset is None else None
+        start = log_.log_start_offset        # DeleteRecords may have moved it into the remote part
         expired = []
         for m in copied:
             if retention_ms >= 0 and now_ms - m.max_timestamp_ms > retention_ms:
                 pass
             elif 0 <= retention_bytes < total:
                 pass
-            elif start is not None and m.end_offset < start:
+            elif m.end_offset < start:
                 pass
             else:
                 break

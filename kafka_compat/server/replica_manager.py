@@ -597,6 +597,7 @@ class ReplicaManager:
         if rlm is not None and params.replica_id < 0:
             # KIP-405: a consumer's offset below the local log start but in remote storage is read from there
             remote = [i for i, r in enumerate(results) if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+                      and r.log_start_offset <= fetches[i][2].fetch_offset
                       and rlm.holds(fetches[i][0], fetches[i][1], fetches[i][2].fetch_offset)]
             if remote:
                 return asyncio.ensure_future(rlm.delayed_remote_fetch(params, fetches, results, remote))
