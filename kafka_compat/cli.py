@@ -177,10 +177,17 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
     d.add_argument("files", nargs="+")
     d.add_argument("--print-data-log", action="store_true")
+    d.add_argument("--remote-log-metadata-decoder", action="store_true",
+                   help="decode __remote_log_metadata records: the partitions' remote segments (Kafka's option)")
     args, rest = ap.parse_known_args(argv)
     if args.command == "dump-log":
         from kafka_compat.storage.dump import main as dump_main
-        return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
+        decoder = None
+        if args.remote_log_metadata_decoder:
+            from kafka_compat.server.remote_log_metadata import describe
+            decoder = describe
+        return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest,
+                         value_decoder=decoder)
     if args.command == "configs":
         try:
             config_command.run(args)

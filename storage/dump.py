@@ -99,7 +99,7 @@ def _control_text(record) -> str:
         return f" invalidControlRecord: {exc}"
 
 
-def _record_line(view, record, print_data: bool) -> str:
+def _record_line(view, record, print_data: bool, value_decoder=None) -> str:
     ts_type = TIMESTAMP_TYPES[view.timestamp_type]
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
@@ -113,11 +113,11 @@ def _record_line(view, record, print_data: bool) -> str:
         if record.key is not None:
             line += f" key: {_text(record.key)}"
         if record.value is not None:
-            line += f" payload: {_text(record.value)}"
+            line += f" payload: {value_decoder(record.value) if value_decoder else _text(record.value)}"
     return line
 
 
-def dump_log(path: str, out, err, deep: bool, print_data: bool, max_bytes: int) -> None:
+def dump_log(path: str, out, err, deep: bool, print_data: bool, max_bytes: int, value_decoder=None) -> None:
     name = os.path.basename(path)
     if name.endswith(LOG_SUFFIX):
         print(f"Log starting offset: {int(name.split('.')[0])}", file=out)
@@ -144,7 +144,7 @@ def dump_log(path: str, out, err, deep: bool, print_data: bool, max_bytes: int) 
                     if last_offset != -1 and record.offset != last_offset + 1:
                         gaps.append((last_offset, record.offset))
                     last_offset = record.offset
-                    print(_record_line(view, record, print_data), file=out)
+                    print(_record_line(view, record, print_data, value_decoder), file=out)
             except CorruptRecordError as exc:
                 print(f"| cannot read records: {exc}", file=out)
     if gaps:
@@ -276,7 +276,8 @@ def dump_leader_epochs(path: str, out, err) -> None:
         print(f"epoch: {entry.epoch} startOffset: {entry.start_offset}", file=out)
 
 
-def main(argv=None, out=None, err=None) -> int:
+def main(argv=None, out=None, err=None, value_decoder=None) -> int:
+    """``value_decoder`` (bytes -> text) prints record values decoded, as Kafka's --*-decoder options do."""
     out = out or sys.stdout
     err = err or sys.stderr
     parser = argparse.ArgumentParser(prog="dump-log", description="Print the contents of log segments and indexes.")
@@ -295,7 +296,8 @@ def main(argv=None, out=None, err=None) -> int:
     for path in files:
         print(f"Dumping {path}", file=out)
         if path.endswith(LOG_SUFFIX):
-            dump_log(path, out, err, args.deep_iteration, args.print_data_log, args.max_bytes)
+            dump_log(path, out, err, args.deep_iteration, args.print_data_log or value_decoder is not None,
+                     args.max_bytes, value_decoder)
         elif path.endswith(INDEX_SUFFIX):
             dump_index(path, out, err, args.index_sanity_check, args.verify_index_only)
         elif path.endswith(TIME_INDEX_SUFFIX):

@@ -391,18 +391,20 @@ class LocalLog:
             if new_start > self.log_start_offset:
                 self.log_start_offset = new_start
 
-    def delete_old_segments(self, now: int | None = None, high_watermark: int | None = None) -> int:
+    def delete_old_segments(self, now: int | None = None, high_watermark: int | None = None,
+                            retention: tuple[int, int] | None = None) -> int:
         """Kafka's retention: log start offset, then retention.bytes, then retention.ms.
 
         Only ``cleanup.policy`` including ``delete`` applies the size and time rules. Whole
-        segments are renamed ``.deleted`` and removed after file.delete.delay.ms.
+        segments are renamed ``.deleted`` and removed after file.delete.delay.ms. ``retention``
+        (ms, bytes) stands for the config's when given (a tiered log's local retention).
         """
         now = self._clock() if now is None else now
         deleted = self._delete_while(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
                                      high_watermark)
         if not self.config.delete:
             return deleted
-        retention_bytes = self.config.retention_bytes
+        retention_ms, retention_bytes = retention or (self.config.retention_ms, self.config.retention_bytes)
         if retention_bytes >= 0 and self.size >= retention_bytes:
             diff = [self.size - retention_bytes]
 
@@ -412,7 +414,6 @@ class LocalLog:
                     return True
                 return False
             deleted += self._delete_while(over_size, high_watermark)
-        retention_ms = self.config.retention_ms
         if retention_ms >= 0:
             deleted += self._delete_while(lambda seg, nxt: now - seg.largest_timestamp() > retention_ms,
                                           high_watermark)

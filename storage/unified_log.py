@@ -157,6 +157,11 @@ class UnifiedLog:
         self._hw_meta = LogOffsetMetadata(local.log_start_offset)
         self.high_watermark = local.log_start_offset
         self._fus_meta: LogOffsetMetadata | None = None   # the first unstable offset with its position
+        # tiered storage (set by the remote log manager): the first offset held remotely (None: nothing is),
+        # and the last offset copied there (-1: none), which bounds what local retention may delete
+        self.remote_log_start_offset: int | None = None
+        self.highest_offset_in_remote_storage = -1
+        self._checkpointed_start = log_start_offset     # a DeleteRecords into the remote part, kept over restarts
         with self._lock:
             self._load(had_clean_shutdown)
             for segment in local.segments:   # opened to be checked: each opens again at its first use
@@ -371,8 +376,16 @@ class UnifiedLog:
     closed = _of_local("closed")
     segments = _of_local("segments", "the segments, oldest first (a tuple: a reader keeps a consistent list)")
     active_segment = _of_local("active_segment")
-    log_start_offset = _of_local("log_start_offset")
+    local_log_start_offset = _of_local("log_start_offset", "the first offset on local disk (localLogStartOffset)")
     log_end_offset = _of_local("next_offset")
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first readable offset: in remote storage when tiered segments hold older data than the local
+        ones (Kafka's logStartOffset against its localLogStartOffset)."""
+        local = self._local.log_start_offset
+        remote = self.remote_log_start_offset
+        return local if remote is None or remote >= local else remote
     log_end_offset_metadata = _of_local("log_end_offset_metadata")
     recovery_point = _of_local("recovery_point", "offsets below it are fsynced; recovery trusts them")
     unflushed_messages = _of_local("unflushed_messages")
@@ -783,8 +796,15 @@ class UnifiedLog:
                                  f"Cannot increment the log start offset to {new_start} of partition {self.name} "
                                  f"since it is larger than the high watermark {self.high_watermark}")
             if new_start <= self._local.log_start_offset:
-                return False
+                remote = self.remote_log_start_offset
+                if remote is None or new_start <= remote:
+                    return False
+                # within the remote part: the log starts there now, the remote log manager deletes what is below
+                self.remote_log_start_offset = self._checkpointed_start = new_start
+                return True
             self._local.maybe_increment_log_start_offset(new_start)
+            if self.remote_log_start_offset is not None:    # the remote part is all below it now
+                self.remote_log_start_offset = self._checkpointed_start = new_start
             self._after_log_start_moved()
             return True
 
@@ -799,13 +819,59 @@ class UnifiedLog:
         self._fus_meta = None
 
     def delete_old_segments(self, now: int | None = None) -> int:
-        """Retention (log start offset, retention.bytes, retention.ms), never past the high watermark."""
+        """Retention (log start offset, retention.bytes, retention.ms), never past the high watermark.
+
+        A tiered log (remote.storage.enable) keeps local.retention.* locally and deletes only segments
+        already copied to remote storage (below highest_offset_in_remote_storage + 1), as Kafka does."""
         with self._lock:
             before = self._local.log_start_offset
-            deleted = self._local.delete_old_segments(now, self.high_watermark)
+            bound, retention = self.high_watermark, None
+            config = self._local.config
+            if config.remote_storage_enable:
+                bound = min(bound, self.highest_offset_in_remote_storage + 1)
+                ms, size = config.local_retention_ms, config.local_retention_bytes
+                retention = (config.retention_ms if ms == -2 else ms, config.retention_bytes if size == -2 else size)
+            deleted = self._local.delete_old_segments(now, bound, retention)
             if self._local.log_start_offset != before:
                 self._after_log_start_moved()
             return deleted
+
+    def set_remote_offsets(self, remote_start: int | None, highest: int) -> None:
+        """What remote storage holds (the remote log manager's news): its first offset (None: nothing) and its last
+        (-1: nothing). The log start stays where DeleteRecords moved it, this run or before a restart."""
+        if remote_start is not None:
+            floor = max(self._checkpointed_start, self.remote_log_start_offset or remote_start)
+            remote_start = max(remote_start, min(floor, self._local.log_start_offset))
+        self.remote_log_start_offset = remote_start
+        self.highest_offset_in_remote_storage = highest
+
+    def segments_to_copy(self, after_offset: int) -> list:
+        """Tiered storage: the rolled segments holding offsets past ``after_offset`` whose every offset is below
+        the last stable offset (so below the high watermark, and no open transaction), oldest first, each as
+        (segment, end offset): what the remote log manager may copy."""
+        with self._lock:
+            bound = self.last_stable_offset
+            segments = self._local.segments
+            out = []
+            for segment, nxt in zip(segments, segments[1:]):
+                end = nxt.base_offset - 1
+                if end <= after_offset or segment.size == 0:
+                    continue
+                if nxt.base_offset > bound:
+                    break
+                out.append((segment, end))
+            return out
+
+    def leader_epochs_between(self, start: int, end: int) -> dict[int, int]:
+        """{epoch: start offset} of the epochs that have offsets in [start, end] (Kafka's segment leader epochs)."""
+        out = {}
+        entries = self.leader_epoch_cache.entries
+        for i, entry in enumerate(entries):
+            nxt = entries[i + 1].start_offset if i + 1 < len(entries) else None
+            if entry.start_offset > end or (nxt is not None and nxt <= start):
+                continue
+            out[entry.epoch] = max(entry.start_offset, start)
+        return out
 
     def replace_segments(self, new_segments: list, old_segments: list) -> bool:
         """The cleaner's swap; offsets held with a position in a replaced segment lose the position."""

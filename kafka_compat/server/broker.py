@@ -264,6 +264,7 @@ class Broker:
         self.zk_controller: Any = None            # the ZooKeeper controller (cluster)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.remote_log_manager = None
         self.group_coordinator: GroupCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.txn_marker_writer: WriteTxnMarkersApi | None = None
@@ -443,10 +444,27 @@ class Broker:
         # a single node keeps share partitions' state in __share_group_state, read back once here
         self.share_coordinator = ShareCoordinator(cfg, self.replica_manager, self.controller)
         await asyncio.to_thread(self.share_coordinator.load)
+        await self._start_remote_log_manager(cluster=False)
         self.apis = KafkaApis(self._handlers())
         self._start_token_expiry()
         await self._start_socket_server(connection_quotas)
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+
+    async def _start_remote_log_manager(self, cluster: bool) -> None:
+        """Tiered storage (KIP-405) when remote.log.storage.system.enable: the metadata topic loaded, then the
+        copy and expiration task running and remote reads wired into fetches."""
+        if not self.config["remote.log.storage.system.enable"]:
+            return
+        from .remote_log_manager import RemoteLogManager
+        try:
+            rlm = RemoteLogManager(self.config, self.broker_id, self.replica_manager, self.metadata_cache,
+                                   self.controller, cluster=cluster)
+        except ValueError as e:
+            raise BrokerStartError(f"tiered storage: {e}") from e
+        await rlm.startup()
+        self.remote_log_manager = self.replica_manager.remote_log_manager = rlm
+        if not cluster:
+            self.controller.on_topic_deleted.append(rlm.on_topic_deleted)
 
     async def _start_transactions(self, elect_locally: bool) -> None:
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
@@ -472,6 +490,11 @@ class Broker:
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
+        if cfg["remote.log.storage.system.enable"]:
+            # not yet: followers' local retention and the leader's failover need the metadata topic's state
+            # on every broker; a cluster that accepted tiered topics would keep their data locally forever
+            raise BrokerStartError("remote.log.storage.system.enable: tiered storage is supported on a single "
+                                   "node (no zookeeper.connect) only, for now")
         loop = asyncio.get_running_loop()
         self._prepare_dirs(write=False)
         self.zk_client = KafkaZkClient.from_config(cfg)
@@ -738,6 +761,9 @@ class Broker:
             self.share_partition_manager.shutdown()
         if self.controller is not None and not self.cluster_mode:
             self.controller.shutdown()               # the LocalController's chunks stop
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.shutdown()
+            self.remote_log_manager = None
         if self.replica_manager is not None:
             await self.replica_manager.shutdown_fetchers()
             self.replica_manager.shutdown()

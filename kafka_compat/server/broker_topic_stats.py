@@ -23,10 +23,21 @@ ALL_TOPICS_METERS = (
     ("replication_bytes_in", "ReplicationBytesInPerSec"),
     ("replication_bytes_out", "ReplicationBytesOutPerSec"),
 )
+# tiered storage (KIP-405): for all topics, and per topic for the topics with remote traffic
+REMOTE_METERS = (
+    ("remote_copy_bytes", "RemoteCopyBytesPerSec"),
+    ("remote_copy_requests", "RemoteCopyRequestsPerSec"),
+    ("remote_copy_errors", "RemoteCopyErrorsPerSec"),
+    ("remote_fetch_bytes", "RemoteFetchBytesPerSec"),
+    ("remote_fetch_requests", "RemoteFetchRequestsPerSec"),
+    ("remote_fetch_errors", "RemoteFetchErrorsPerSec"),
+    ("remote_delete_requests", "RemoteDeleteRequestsPerSec"),
+    ("remote_delete_errors", "RemoteDeleteErrorsPerSec"),
+)
 
 
 class BrokerTopicMetrics:
-    __slots__ = tuple(f for f, _ in METERS + ALL_TOPICS_METERS)
+    __slots__ = tuple(f for f, _ in METERS + ALL_TOPICS_METERS + REMOTE_METERS)
 
     def __init__(self) -> None:
         for f in self.__slots__:
@@ -76,6 +87,11 @@ class BrokerTopicStats:
         if failed:
             t.failed_fetch_requests += 1
             a.failed_fetch_requests += 1
+
+    def record_remote(self, topic: str, field: str, n: int = 1) -> None:
+        """Tiered storage traffic (a REMOTE_METERS field), from the remote log manager (the event loop)."""
+        setattr(self.topic(topic), field, getattr(self.topic(topic), field) + n)
+        setattr(self.all_topics, field, getattr(self.all_topics, field) + n)
 
     def record_bytes_out(self, topic: str, nbytes: int, from_follower: bool) -> None:
         """Record bytes sent in a fetch response; a follower's count as replication traffic only."""

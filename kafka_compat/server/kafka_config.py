@@ -293,6 +293,55 @@ BROKER_CONFIG_DEF = (
     .define(*_from_topic("log.cleaner.delete.retention.ms", MEDIUM))
     .define(*_from_topic("log.cleaner.min.compaction.lag.ms", MEDIUM))
     .define(*_from_topic("log.cleaner.max.compaction.lag.ms", MEDIUM))
+    # tiered storage (KIP-405): Kafka's RemoteLogManagerConfig, names and defaults
+    .define("remote.log.storage.system.enable", BOOLEAN, False, None, MEDIUM,
+            "Run the tiered-storage services; topics may then set remote.storage.enable.")
+    .define("remote.log.storage.manager.class.name", STRING, None, None, MEDIUM,
+            "The RemoteStorageManager; here always the built-in S3 one, configured under rsm.config.")
+    .define("remote.log.storage.manager.impl.prefix", STRING, "rsm.config.", None, MEDIUM,
+            "Prefix of the properties handed to the remote storage manager.")
+    .define("remote.log.metadata.manager.class.name", STRING,
+            "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager", None, MEDIUM,
+            "The RemoteLogMetadataManager: the topic-based one (__remote_log_metadata).")
+    .define("remote.log.metadata.manager.impl.prefix", STRING, "rlmm.config.", None, MEDIUM,
+            "Prefix of the properties handed to the remote log metadata manager.")
+    .define("remote.log.metadata.manager.listener.name", STRING, None, None, MEDIUM,
+            "Listener the metadata manager's clients use (here it writes through this broker).")
+    .define("remote.log.index.file.cache.total.size.bytes", LONG, 1024 ** 3, at_least(1), LOW,
+            "Space for the indexes read back from remote storage.")
+    .define("remote.log.manager.thread.pool.size", INT, 2, at_least(1), MEDIUM,
+            "Threads of the remote log manager's follower tasks.")
+    .define("remote.log.manager.copier.thread.pool.size", INT, 10, at_least(1), MEDIUM,
+            "Threads copying segments to remote storage.")
+    .define("remote.log.manager.expiration.thread.pool.size", INT, 10, at_least(1), MEDIUM,
+            "Threads deleting expired remote segments.")
+    .define("remote.log.manager.task.interval.ms", LONG, 30000, at_least(1), LOW,
+            "How often the copy and expiration tasks run.")
+    .define("remote.log.manager.task.retry.backoff.ms", LONG, 500, at_least(1), LOW,
+            "First wait before a failed remote task is retried.")
+    .define("remote.log.manager.task.retry.backoff.max.ms", LONG, 30000, at_least(1), LOW,
+            "Longest wait between retries of a failed remote task.")
+    .define("remote.log.manager.task.retry.jitter", DOUBLE, 0.2, Range.between(0, 0.5), LOW,
+            "Random jitter of the retry backoff.")
+    .define("remote.log.reader.threads", INT, 10, at_least(1), MEDIUM, "Threads serving reads from remote storage.")
+    .define("remote.log.reader.max.pending.tasks", INT, 100, at_least(1), MEDIUM,
+            "Remote reads queued at most; past that a fetch is answered with an error.")
+    .define("remote.log.manager.copy.max.bytes.per.second", LONG, LONG_MAX, at_least(1), MEDIUM,
+            "Bytes per second copied to remote storage, for all partitions together.")
+    .define("remote.log.manager.copy.quota.window.num", INT, 11, at_least(1), MEDIUM,
+            "Samples kept for the copy quota.")
+    .define("remote.log.manager.copy.quota.window.size.seconds", INT, 1, at_least(1), MEDIUM,
+            "Length of one sample of the copy quota.")
+    .define("remote.log.manager.fetch.max.bytes.per.second", LONG, LONG_MAX, at_least(1), MEDIUM,
+            "Bytes per second read from remote storage, for all partitions together.")
+    .define("remote.log.manager.fetch.quota.window.num", INT, 11, at_least(1), MEDIUM,
+            "Samples kept for the fetch quota.")
+    .define("remote.log.manager.fetch.quota.window.size.seconds", INT, 1, at_least(1), MEDIUM,
+            "Length of one sample of the fetch quota.")
+    .define("remote.fetch.max.wait.ms", INT, 500, at_least(1), MEDIUM,
+            "Longest wait of a fetch answered from remote storage.")
+    .define("remote.list.offsets.request.timeout.ms", LONG, 30000, at_least(1), MEDIUM,
+            "Longest wait of a ListOffsets answered from remote storage.")
     # group coordinator
     .define("group.min.session.timeout.ms", INT, 6000, None, MEDIUM, "Shortest session timeout a member may ask for.")
     .define("group.max.session.timeout.ms", INT, 1800000, None, MEDIUM, "Longest session timeout a member may ask for.")

@@ -32,6 +32,7 @@ from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 from ..protocol.errors import ErrorCode, KafkaError
 from ..sentinels import INTERNAL_TOPICS
 from .metadata_cache import MetadataCache, PartitionLeadership
+from .remote_log_config import validate_remote_storage
 from .replica_manager import ReplicaManager
 from .topics import Topic, TopicRegistry, validate_name
 
@@ -140,7 +141,7 @@ class LocalController:
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
-        log_config(self.config, configs)
+        check_topic_configs(self.config, configs)
         return configs
 
     def check_new_topic(self, name: str, partitions: int, replication_factor: int,
@@ -279,7 +280,24 @@ class LocalController:
 
 
 def log_config(broker_config, topic_configs: dict[str, str]) -> LogConfig:
-    """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one."""
+    """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one.
+
+    As Kafka's UnifiedLog.isRemoteLogEnabled, a log is tiered only while the broker's
+    remote.log.storage.system.enable is on: otherwise its remote.storage.enable reads false here (and the
+    usual retention applies), whatever the topic says (DescribeConfigs still shows the topic's value)."""
     props = broker_config.topic_defaults()
     props.update(validate_topic_configs(topic_configs))
+    if props.get("remote.storage.enable") and not broker_config["remote.log.storage.system.enable"]:
+        props["remote.storage.enable"] = False
     return LogConfig(props)
+
+
+def check_topic_configs(broker_config, topic_configs: dict[str, str]) -> LogConfig:
+    """The topic's LogConfig as given, then Kafka's rules for tiered storage (remote.storage.enable needs the
+    broker's system on, and no compaction; local.retention.* within retention.*): what a create or an alter
+    must pass."""
+    props = broker_config.topic_defaults()
+    props.update(validate_topic_configs(topic_configs))
+    config = LogConfig(props)
+    validate_remote_storage(broker_config, config)
+    return config

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kafka_compat.storage.local_log import LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP
+from kafka_compat.storage.local_log import LATEST_TIMESTAMP
 from kafka_compat.storage.unified_log import FetchIsolation
 
 from ..protocol.errors import ErrorCode
@@ -61,12 +61,12 @@ class OffsetsApi:
         if version < SENTINEL_SINCE.get(p.timestamp, 0):
             out.error_code = ErrorCode.UNSUPPORTED_VERSION
             return out
-        tiered = p.timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD)
+        pending = p.timestamp == EARLIEST_PENDING_UPLOAD      # (KIP-1023: not answered yet, -1)
         error, found = self.replica_manager.fetch_offset_for_timestamp(
-            name, p.partition_index, LATEST_TIMESTAMP if tiered else p.timestamp, isolation,
+            name, p.partition_index, LATEST_TIMESTAMP if pending else p.timestamp, isolation,
             p.current_leader_epoch if version >= 4 else -1, from_leader)
-        if tiered:
-            found = None        # nothing is tiered here: the partition's checks apply, the answer is -1
+        if pending:
+            found = None        # the partition's checks apply, the answer is -1
         if error:
             out.error_code = error
             return out

@@ -34,6 +34,7 @@ from kafka_compat.storage.fetch_data_info import FetchDataInfo, FetchResult
 from kafka_compat.storage.local_log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     TimestampAndOffset,
 )
@@ -659,8 +660,14 @@ class Partition:
                      else log.high_watermark if isolation == FetchIsolation.HIGH_WATERMARK else log.log_end_offset)
         if timestamp == LATEST_TIMESTAMP:
             return ErrorCode.NONE, TimestampAndOffset(NO_TIMESTAMP, fetchable, self.leader_epoch)
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        if timestamp == EARLIEST_TIMESTAMP:
             return ErrorCode.NONE, TimestampAndOffset(NO_TIMESTAMP, log.log_start_offset, self.leader_epoch)
+        if timestamp == EARLIEST_LOCAL_TIMESTAMP:       # the first offset on this broker's disk (KIP-405)
+            return ErrorCode.NONE, TimestampAndOffset(NO_TIMESTAMP, log.local_log_start_offset, self.leader_epoch)
+        if timestamp == LATEST_TIERED_TIMESTAMP:        # the last offset in remote storage, -1 for none
+            highest = log.highest_offset_in_remote_storage if log.config.remote_storage_enable else -1
+            epoch = log.leader_epoch_cache.epoch_for_offset(highest) if highest >= 0 else None
+            return ErrorCode.NONE, TimestampAndOffset(NO_TIMESTAMP, highest, -1 if epoch is None else epoch)
         found = log.fetch_offset_by_timestamp(timestamp)
         if found is not None and found.offset >= fetchable and timestamp >= 0:
             found = None
@@ -676,6 +683,15 @@ class Partition:
         if found is None:
             return EpochEndOffset(ErrorCode.NONE, -1, -1)
         return EpochEndOffset(ErrorCode.NONE, found[0], found[1])
+
+    # -- tiered storage (the remote log manager's questions and news) ----------------------------
+    def set_remote_offsets(self, remote_start: int | None, highest: int) -> None:
+        """What is in remote storage: its first offset (None: nothing) and its last (-1: nothing)."""
+        self.log.set_remote_offsets(remote_start, highest)
+
+    def delete_old_segments(self) -> int:
+        """Retention now (a tiered log's local retention, once segments are copied)."""
+        return self.log.delete_old_segments()
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (-1: the high watermark).

@@ -94,6 +94,10 @@ class FollowerOffsets(NamedTuple):
 
 
 class ReplicaManager:
+    #: the RemoteLogManager when tiered storage is on (remote.log.storage.system.enable): fetches below a local
+    #: log start may be answered from remote storage
+    remote_log_manager = None
+
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: Callable[[str], LogConfig], *,
                  hw_checkpoint_interval_ms: int = 5000, fetch_purge_interval: int = 1000,
                  produce_purge_interval: int = 1000, broker_topic_stats: BrokerTopicStats | None = None,
@@ -636,6 +640,14 @@ class ReplicaManager:
         error or a diverging epoch.
         """
         results = self.read_from_local_log(params, fetches)
+        rlm = self.remote_log_manager
+        if rlm is not None and params.replica_id < 0:
+            # KIP-405: a consumer's offset below the local log start but in remote storage is read from there
+            remote = [i for i, r in enumerate(results) if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+                      and r.log_start_offset <= fetches[i][2].fetch_offset
+                      and rlm.holds(fetches[i][0], fetches[i][1], fetches[i][2].fetch_offset)]
+            if remote:
+                return asyncio.ensure_future(rlm.delayed_remote_fetch(params, fetches, results, remote))
         if params.max_wait_ms <= 0 or not fetches or params.min_bytes <= 0:
             return results
         total = 0

@@ -34,7 +34,7 @@ from ..sentinels import NO_LEADER
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient, NodeExistsError
 from ..zk.zk_data import TopicPartition
-from .local_controller import log_config
+from .local_controller import check_topic_configs, log_config
 from .metadata_cache import MetadataCache
 from .topics import validate_name
 from .zk_config_manager import ZkConfigManager
@@ -137,7 +137,7 @@ class ZkAdminManager:
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; ConfigError (INVALID_CONFIG) on a bad one."""
-        log_config(self.config, configs)
+        check_topic_configs(self.config, configs)
         return configs
 
     async def topic_configs(self, topic: str) -> dict[str, str]:

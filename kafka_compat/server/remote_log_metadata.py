@@ -1,0 +1,302 @@
+"""The topic-based remote log metadata manager (Kafka's TopicBasedRemoteLogMetadataManager).
+
+What is in remote storage is written to `__remote_log_metadata` as Kafka writes it, so that the state survives
+restarts and every broker reading the topic knows it:
+- the value is Kafka's AbstractApiMessageSerde frame: unsigned varints frame version (1), api key (0
+  RemoteLogSegmentMetadataRecord, 1 RemoteLogSegmentMetadataUpdateRecord, 2 RemotePartitionDeleteMetadataRecord)
+  and version, then the flexible body; the key is null;
+- a partition's records go to the metadata partition ``murmur2("<topic id>:<topic>-<partition>") % partitions``
+  (RemoteLogMetadataTopicPartitioner), so they stay in order.
+The topic is made on start (``rlmm.config.remote.log.metadata.topic.*``: partitions, replication factor,
+retention), then read from its start; each record written is applied once it is appended.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+
+from kafka_compat.storage.remote_storage_manager import (
+    COPY_SEGMENT_FINISHED,
+    DELETE_PARTITION_FINISHED,
+    DELETE_SEGMENT_FINISHED,
+    DELETE_SEGMENT_STARTED,
+    RemoteLogSegmentMetadata,
+    uuid_string,
+)
+from kafka_compat.storage.validator import COORDINATOR
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.remote_log_metadata import (
+    RemoteLogSegmentMetadataRecord,
+    RemoteLogSegmentMetadataUpdateRecord,
+    RemotePartitionDeleteMetadataRecord,
+)
+from ..protocol.primitives import read_uvarint, write_uvarint
+from ..protocol.records import batches, build_batch
+from .remote_log_config import REMOTE_LOG_METADATA_TOPIC
+
+log = logging.getLogger(__name__)
+
+FRAME_VERSION = 1
+SEGMENT, UPDATE, PARTITION_DELETE = 0, 1, 2
+RECORD_VERSION = 1
+APPEND_TIMEOUT_MS = 30000
+_TYPES = {SEGMENT: RemoteLogSegmentMetadataRecord, UPDATE: RemoteLogSegmentMetadataUpdateRecord,
+          PARTITION_DELETE: RemotePartitionDeleteMetadataRecord}
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2 (seed 0x9747b28c), as a signed 32-bit int."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length % 4
+    base = length - tail
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h ^= data[base]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def metadata_partition(topic_id: bytes, topic: str, partition: int, partitions: int) -> int:
+    return (murmur2(f"{uuid_string(topic_id)}:{topic}-{partition}".encode()) & 0x7FFFFFFF) % partitions
+
+
+def serialize(api_key: int, message) -> bytes:
+    b = bytearray()
+    for n in (FRAME_VERSION, api_key, RECORD_VERSION):
+        write_uvarint(b, n)
+    message.encode_into(b, RECORD_VERSION)
+    return bytes(b)
+
+
+def deserialize(buf) -> tuple[int, object]:
+    frame, p = read_uvarint(buf, 0)
+    if frame != FRAME_VERSION:
+        raise ValueError(f"unknown frame version {frame} in {REMOTE_LOG_METADATA_TOPIC}")
+    api_key, p = read_uvarint(buf, p)
+    version, p = read_uvarint(buf, p)
+    cls = _TYPES.get(api_key)
+    if cls is None:
+        raise ValueError(f"unknown remote log metadata record type {api_key}")
+    return api_key, cls.decode(buf, version, p)[0]
+
+
+_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
+           3: "DELETE_SEGMENT_FINISHED"}
+_PARTITION_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED", 2: "DELETE_PARTITION_FINISHED"}
+
+
+def describe(value) -> str:
+    """One metadata record as text (`kafka-compat dump-log --remote-log-metadata-decoder`)."""
+    try:
+        api_key, r = deserialize(bytes(value))
+    except Exception as exc:
+        return f"<not a remote log metadata record: {exc}>"
+    if api_key == PARTITION_DELETE:
+        tip = r.topic_id_partition
+        return (f"RemotePartitionDeleteMetadata{{topicIdPartition={uuid_string(bytes(tip.id))}:{tip.name}-"
+                f"{tip.partition}, state={_PARTITION_STATES.get(r.remote_partition_delete_state)}, "
+                f"eventTimestampMs={r.event_timestamp_ms}, brokerId={r.broker_id}}}")
+    sid = r.remote_log_segment_id
+    tip = sid.topic_id_partition
+    head = (f"remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition={uuid_string(bytes(tip.id))}:{tip.name}-"
+            f"{tip.partition}, id={uuid_string(bytes(sid.id))}}}")
+    if api_key == UPDATE:
+        return (f"RemoteLogSegmentMetadataUpdate{{{head}, state={_STATES.get(r.remote_log_segment_state)}, "
+                f"eventTimestampMs={r.event_timestamp_ms}, brokerId={r.broker_id}}}")
+    epochs = {e.leader_epoch: e.offset for e in r.segment_leader_epochs}
+    return (f"RemoteLogSegmentMetadata{{{head}, startOffset={r.start_offset}, endOffset={r.end_offset}, "
+            f"brokerId={r.broker_id}, maxTimestampMs={r.max_timestamp_ms}, eventTimestampMs={r.event_timestamp_ms}, "
+            f"segmentLeaderEpochs={epochs}, segmentSizeInBytes={r.segment_size_in_bytes}, "
+            f"state={_STATES.get(r.remote_log_segment_state)}}}")
+
+
+def segment_record(m: RemoteLogSegmentMetadata) -> bytes:
+    R = RemoteLogSegmentMetadataRecord
+    return serialize(SEGMENT, R(
+        remote_log_segment_id=R.RemoteLogSegmentIdEntry(
+            topic_id_partition=R.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
+            id=m.segment_id),
+        start_offset=m.start_offset, end_offset=m.end_offset, broker_id=m.broker_id,
+        max_timestamp_ms=m.max_timestamp_ms, event_timestamp_ms=m.event_timestamp_ms,
+        segment_leader_epochs=[R.SegmentLeaderEpochEntry(leader_epoch=e, offset=o)
+                               for e, o in sorted(m.segment_leader_epochs.items())],
+        segment_size_in_bytes=m.segment_size, remote_log_segment_state=m.state,
+        txn_index_empty=m.txn_index_empty, broker_leader_epoch=m.broker_leader_epoch))
+
+
+def update_record(m: RemoteLogSegmentMetadata, state: int, broker_id: int) -> bytes:
+    U = RemoteLogSegmentMetadataUpdateRecord
+    return serialize(UPDATE, U(
+        remote_log_segment_id=U.RemoteLogSegmentIdEntry(
+            topic_id_partition=U.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
+            id=m.segment_id),
+        broker_id=broker_id, event_timestamp_ms=int(time.time() * 1000), remote_log_segment_state=state,
+        broker_leader_epoch=m.broker_leader_epoch, end_offset=m.end_offset))
+
+
+class TopicBasedRemoteLogMetadataManager:
+    """Segments of every tiered partition by (topic, partition), from the metadata topic."""
+
+    def __init__(self, rlmm_config: dict, broker_id: int, replica_manager, metadata_cache, controller,
+                 cluster: bool = False):
+        self.num_partitions = rlmm_config["remote.log.metadata.topic.num.partitions"]
+        self.replication_factor = rlmm_config["remote.log.metadata.topic.replication.factor"]
+        self.retention_ms = rlmm_config["remote.log.metadata.topic.retention.ms"]
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.cluster = cluster
+        # (topic, partition) -> segment id -> metadata (every state; readers take COPY_SEGMENT_FINISHED ones)
+        self.segments: dict[tuple[str, int], dict[bytes, RemoteLogSegmentMetadata]] = {}
+
+    # -- the topic ----------------------------------------------------------------------
+    async def ensure_topic(self) -> bool:
+        topic = self.metadata_cache.get_topic(REMOTE_LOG_METADATA_TOPIC)
+        if topic is not None:
+            self.num_partitions = topic.partitions
+            return True
+        rf = self.replication_factor
+        if not self.cluster:
+            rf = min(rf, max(1, len(self.metadata_cache.alive_brokers())))
+        configs = {"cleanup.policy": "delete", "retention.ms": str(self.retention_ms),
+                   "retention.bytes": "-1", "remote.storage.enable": "false"}
+        try:
+            created = self.controller.create_topic(REMOTE_LOG_METADATA_TOPIC, self.num_partitions, rf, configs)
+            if inspect.isawaitable(created):
+                await created
+        except Exception as exc:
+            log.warning("cannot create %s yet: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            return False
+        log.info("created %s with %d partitions", REMOTE_LOG_METADATA_TOPIC, self.num_partitions)
+        return True
+
+    async def start(self) -> None:
+        while not await self.ensure_topic():
+            await asyncio.sleep(1)
+        await asyncio.to_thread(self._load)
+
+    def _load(self) -> None:
+        """Read every metadata partition held here from its start (worker thread: reads only)."""
+        rm = self.replica_manager
+        records = 0
+        for index in range(self.num_partitions):
+            try:
+                position, end = rm.log_offsets(REMOTE_LOG_METADATA_TOPIC, index)
+            except Exception:
+                continue
+            while position < end:
+                data = rm.read_local(REMOTE_LOG_METADATA_TOPIC, index, position, 1 << 20).records.read_bytes()
+                if not data:
+                    break
+                for batch in batches(data):
+                    position = batch.last_offset + 1
+                    if getattr(batch, "is_control", False):
+                        continue
+                    for record in batch.records():
+                        if record.value is not None:
+                            self._apply_bytes(record.value)
+                            records += 1
+        if records:
+            log.info("loaded %d remote log metadata records: %d tiered partitions", records, len(self.segments))
+
+    # -- records --------------------------------------------------------------------------
+    def _apply_bytes(self, value) -> None:
+        try:
+            api_key, record = deserialize(bytes(value))
+        except Exception as exc:
+            log.error("skipping a remote log metadata record that does not decode: %s", exc)
+            return
+        if api_key == SEGMENT:
+            sid = record.remote_log_segment_id
+            tip = sid.topic_id_partition
+            m = RemoteLogSegmentMetadata(
+                tip.name, bytes(tip.id), tip.partition, bytes(sid.id), record.start_offset, record.end_offset,
+                record.max_timestamp_ms, record.broker_id, record.event_timestamp_ms,
+                {e.leader_epoch: e.offset for e in record.segment_leader_epochs}, record.segment_size_in_bytes,
+                record.remote_log_segment_state, record.txn_index_empty, record.broker_leader_epoch)
+            self.segments.setdefault((tip.name, tip.partition), {})[m.segment_id] = m
+        elif api_key == UPDATE:
+            sid = record.remote_log_segment_id
+            tip = sid.topic_id_partition
+            segments = self.segments.get((tip.name, tip.partition), {})
+            m = segments.get(bytes(sid.id))
+            if m is None:
+                return
+            if record.remote_log_segment_state == DELETE_SEGMENT_FINISHED:
+                del segments[m.segment_id]
+            else:
+                m.state = record.remote_log_segment_state
+        else:
+            tip = record.topic_id_partition
+            if record.remote_partition_delete_state == DELETE_PARTITION_FINISHED:
+                self.segments.pop((tip.name, tip.partition), None)
+
+    async def _publish(self, m: RemoteLogSegmentMetadata, value: bytes) -> None:
+        index = metadata_partition(m.topic_id, m.topic, m.partition, self.num_partitions)
+        batch = bytearray(build_batch([(None, value, (), int(time.time() * 1000))]))
+        results = self.replica_manager.append_records(
+            APPEND_TIMEOUT_MS, -1, [(REMOTE_LOG_METADATA_TOPIC, index, batch)], origin=COORDINATOR,
+            internal_topics_allowed=True)
+        if isinstance(results, asyncio.Future):
+            results = await results
+        error = results[0].error_code
+        if error:
+            raise RuntimeError(f"writing to {REMOTE_LOG_METADATA_TOPIC}-{index}: {ErrorCode(error).name}")
+        self._apply_bytes(value)
+
+    async def add_segment(self, m: RemoteLogSegmentMetadata) -> None:
+        await self._publish(m, segment_record(m))
+
+    async def update_segment(self, m: RemoteLogSegmentMetadata, state: int) -> None:
+        await self._publish(m, update_record(m, state, self.broker_id))
+
+    async def update_partition(self, m: RemoteLogSegmentMetadata, state: int) -> None:
+        """A RemotePartitionDeleteMetadataRecord for ``m``'s partition (DELETE_PARTITION_* states)."""
+        P = RemotePartitionDeleteMetadataRecord
+        await self._publish(m, serialize(PARTITION_DELETE, P(
+            topic_id_partition=P.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
+            broker_id=self.broker_id, event_timestamp_ms=int(time.time() * 1000), remote_partition_delete_state=state,
+            broker_leader_epoch=m.broker_leader_epoch, end_offset=m.end_offset)))
+
+    # -- questions --------------------------------------------------------------------------
+    def copied_segments(self, topic: str, partition: int) -> list[RemoteLogSegmentMetadata]:
+        """The partition's segments wholly in remote storage, by start offset."""
+        return sorted((m for m in self.segments.get((topic, partition), {}).values()
+                       if m.state == COPY_SEGMENT_FINISHED), key=lambda m: m.start_offset)
+
+    def unfinished_segments(self, topic: str, partition: int) -> list[RemoteLogSegmentMetadata]:
+        """Copies that started and never finished, and deletions that never finished (a broker died)."""
+        return [m for m in self.segments.get((topic, partition), {}).values()
+                if m.state not in (COPY_SEGMENT_FINISHED,)]
+
+    def segment_for(self, topic: str, partition: int, offset: int) -> RemoteLogSegmentMetadata | None:
+        for m in self.copied_segments(topic, partition):
+            if m.start_offset <= offset <= m.end_offset:
+                return m
+        return None
+
+    def highest_offset(self, topic: str, partition: int) -> int:
+        copied = self.copied_segments(topic, partition)
+        return copied[-1].end_offset if copied else -1
+
+
+__all__ = ["TopicBasedRemoteLogMetadataManager", "murmur2", "metadata_partition", "serialize", "deserialize",
+           "DELETE_SEGMENT_STARTED"]
