@@ -52,6 +52,7 @@ from kafka_compat.storage.remote_storage_manager import (
 )
 from kafka_compat.storage.segment import segment_paths, txn_index_path
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from .partition import LogReadResult
 from .remote_log_config import REMOTE_LOG_METADATA_TOPIC, rlmm_config, rsm_props
@@ -256,7 +257,7 @@ class RemoteLogManager:
             m = RemoteLogSegmentMetadata.new(
                 partition.topic, partition.topic_id, partition.index, start_offset=base, end_offset=end,
                 max_timestamp_ms=segment.largest_timestamp(), broker_id=self.broker_id,
-                event_timestamp_ms=int(time.time() * 1000),
+                event_timestamp_ms=now_ms(),
                 segment_leader_epochs=log_.leader_epochs_between(base, end), segment_size=segment.size,
                 broker_leader_epoch=partition.leader_epoch)
             log_path, index_path, time_index_path = segment_paths(log_.dir, base)
@@ -287,14 +288,14 @@ class RemoteLogManager:
         copied = self.rlmm.copied_segments(partition.topic, partition.index)
         if not copied:
             return
-        now_ms = int(time.time() * 1000)
+        now = now_ms()
         retention_ms, retention_bytes = config.retention_ms, config.retention_bytes
         local_only = sum(s.size for s in log_.segments if s.base_offset > copied[-1].end_offset)
         total = sum(m.segment_size for m in copied) + local_only
         start = log_.log_start_offset        # DeleteRecords may have moved it into the remote part
         expired = []
         for m in copied:
-            if retention_ms >= 0 and now_ms - m.max_timestamp_ms > retention_ms:
+            if retention_ms >= 0 and now - m.max_timestamp_ms > retention_ms:
                 pass
             elif 0 <= retention_bytes < total:
                 pass

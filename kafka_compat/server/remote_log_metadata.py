@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 
 from kafka_compat.storage.remote_storage_manager import (
     COPY_SEGMENT_FINISHED,
@@ -27,6 +26,7 @@ from kafka_compat.storage.remote_storage_manager import (
 )
 from kafka_compat.storage.validator import COORDINATOR
 
+from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.remote_log_metadata import (
     RemoteLogSegmentMetadataRecord,
@@ -147,7 +147,7 @@ def update_record(m: RemoteLogSegmentMetadata, state: int, broker_id: int) -> by
         remote_log_segment_id=U.RemoteLogSegmentIdEntry(
             topic_id_partition=U.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
             id=m.segment_id),
-        broker_id=broker_id, event_timestamp_ms=int(time.time() * 1000), remote_log_segment_state=state,
+        broker_id=broker_id, event_timestamp_ms=now_ms(), remote_log_segment_state=state,
         broker_leader_epoch=m.broker_leader_epoch, end_offset=m.end_offset))
 
 
@@ -251,7 +251,7 @@ class TopicBasedRemoteLogMetadataManager:
 
     async def _publish(self, m: RemoteLogSegmentMetadata, value: bytes) -> None:
         index = metadata_partition(m.topic_id, m.topic, m.partition, self.num_partitions)
-        batch = bytearray(build_batch([(None, value, (), int(time.time() * 1000))]))
+        batch = bytearray(build_batch([(None, value, (), now_ms())]))
         results = self.replica_manager.append_records(
             APPEND_TIMEOUT_MS, -1, [(REMOTE_LOG_METADATA_TOPIC, index, batch)], origin=COORDINATOR,
             internal_topics_allowed=True)
@@ -273,7 +273,7 @@ class TopicBasedRemoteLogMetadataManager:
         P = RemotePartitionDeleteMetadataRecord
         await self._publish(m, serialize(PARTITION_DELETE, P(
             topic_id_partition=P.TopicIdPartitionEntry(name=m.topic, id=m.topic_id, partition=m.partition),
-            broker_id=self.broker_id, event_timestamp_ms=int(time.time() * 1000), remote_partition_delete_state=state,
+            broker_id=self.broker_id, event_timestamp_ms=now_ms(), remote_partition_delete_state=state,
             broker_leader_epoch=m.broker_leader_epoch, end_offset=m.end_offset)))
 
     # -- questions --------------------------------------------------------------------------
