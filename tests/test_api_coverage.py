@@ -18,8 +18,6 @@ STILL_OPEN = {
     78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
     79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
     **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers
-    88: ("StreamsGroupHeartbeat", 31),
-    89: ("StreamsGroupDescribe", 31),
 }
 
 

@@ -26,7 +26,8 @@ def api_versions(c: WireClient, version: int = 4):
 
 
 # what a new node finalizes: Kafka 4's defaults, capped at what is built
-NEW_NODE = {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "streams.version": 1}
+NEW_NODE = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1,
+            "streams.version": 1}
 
 
 def finalized(c: WireClient) -> tuple[int, dict[str, int]]:
@@ -59,7 +60,7 @@ def test_api_versions_carries_the_features(broker):
                                 "share.version": 1, "streams.version": 1})
     v3 = api_versions(c, 3)        # below v4 no feature whose minimum is 0 (KAFKA-17492)
     assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 30)]
-    assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 4
+    assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 5
     assert 57 in {k.api_key for k in v4.api_keys}
     c.close()
 
