@@ -350,8 +350,7 @@ BROKER_CONFIG_DEF = (
     .define("group.max.size", INT, INT_MAX, at_least(1), MEDIUM, "Most members in one group.")
     .define("group.coordinator.rebalance.protocols", LIST, "classic,consumer,streams",
             ValidList("classic", "consumer", "streams"), MEDIUM,
-            "Rebalance protocols served; with \"consumer\" the KIP-848 APIs (68, 69) are advertised, with "
-            "\"streams\" the KIP-1071 ones (88, 89).")
+            "Rebalance protocols served: \"consumer\" adds the KIP-848 APIs (68, 69), \"streams\" KIP-1071's (88, 89).")
     .define("group.consumer.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
             "How long a consumer-protocol member may go without heartbeating.")
     .define("group.consumer.min.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
