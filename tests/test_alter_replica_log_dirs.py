@@ -439,6 +439,7 @@ def test_one_broker_of_a_zookeeper_cluster_moves_its_replica_while_it_follows(tm
         for value in sent[:1000]:
             producer.produce("jbod", value, partition=0)
         assert producer.flush(30) == 0
+        wait_for(lambda: any(Path(d, "jbod-0").is_dir() for d in dirs), "broker 1's replica of jbod-0")
         source = next(d for d in dirs if Path(d, "jbod-0").is_dir())
         destination = next(d for d in dirs if d != source)
         assert alter_dir(mover, "jbod", destination) == ErrorCode.NONE
@@ -447,6 +448,11 @@ def test_one_broker_of_a_zookeeper_cluster_moves_its_replica_while_it_follows(tm
         assert producer.flush(30) == 0
         wait_for(lambda: set(replicas(mover, "jbod")) == {(destination, False)}, "the move on broker 1")
         assert not Path(source, "jbod-0").exists()
+        # broker 1 back in the ISR (a busy machine can slow the moving follower past the lag limit) before
+        # the others go, so that it is elected
+        cluster.wait_until(lambda: set(cluster.partition_state("jbod", 0)["isr"]) == {0, 1, 2}, 60,
+                           "broker 1 in jbod-0's ISR")
         cluster.stop(0)
         cluster.stop(2)                        # broker 1 alone serves it now, from its new dir
+        cluster.wait_for_leader("jbod", 0, exclude={0, 2})
         assert consume_all(cluster.brokers[1].bootstrap, "jbod", len(sent)) == sent
