@@ -431,8 +431,10 @@ def test_one_broker_of_a_zookeeper_cluster_moves_its_replica_while_it_follows(tm
         mover.log_dir = ",".join(dirs)           # broker 1 gets two log dirs
         mover.start()
         cluster.wait_until(lambda: cluster.registered() == {0, 1, 2}, 30, "broker 1 to register again")
+        cluster.wait_for_controller()
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        admin.create_topics([NewTopic("jbod", 1, replica_assignment=[[0, 1, 2]])])["jbod"].result(timeout=30)
+        # a loaded machine can take a while to answer the first CreateTopics after a restart
+        admin.create_topics([NewTopic("jbod", 1, replica_assignment=[[0, 1, 2]])])["jbod"].result(timeout=120)
         cluster.wait_for_leader("jbod", 0)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
         sent = [b"%05d" % i for i in range(2000)]
