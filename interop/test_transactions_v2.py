@@ -63,7 +63,8 @@ class Node:
 
     @property
     def bootstrap(self) -> str:
-        return self.brokers[0].bootstrap
+        """Every broker: the reader after a SIGKILL must not bootstrap from the killed one alone."""
+        return ",".join(b.bootstrap for b in self.brokers)
 
     def requests(self) -> dict[tuple[str, int], float]:
         """(request, version) -> count, summed over the brokers."""
