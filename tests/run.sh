@@ -22,17 +22,19 @@ JVM_AND_GO=(interop/test_spark.py interop/test_spark35.py interop/test_kafka_too
             interop/test_conformance.py interop/test_conformance_groups.py interop/test_conformance_admin.py
             interop/test_conformance_cluster.py interop/test_conformance_security.py tests/test_bench_smoke.py
             tests/test_bench_scripts.py)
-log="$(mktemp -d)/jvm-and-go.log"
-python3 -m pytest -q -rA -p no:cacheprovider "${JVM_AND_GO[@]}" >"$log" 2>&1 &
+out="$(mktemp -d)"
+log="$out/jvm-and-go.log"
+python3 -m pytest -q -rA -p no:cacheprovider --junitxml "$out/jvm-and-go.xml" "${JVM_AND_GO[@]}" >"$log" 2>&1 &
 side=$!
 ignore=()
 for f in "${JVM_AND_GO[@]}"; do ignore+=(--ignore "$f"); done
 status=0
-python3 -m pytest -q "${ignore[@]}" || status=$?
+python3 -m pytest -q --junitxml "$out/main.xml" "${ignore[@]}" || status=$?
 side_status=0
 wait "$side" || side_status=$?
 echo
 echo "=== the JVM and Go suites (${JVM_AND_GO[*]}), run beside the rest ==="
 cat "$log"
+python3 .ci/durations.py "$out/main.xml" "$out/jvm-and-go.xml" || true     # to balance the two sides
 [ "$status" -eq 0 ] || exit "$status"
 exit "$side_status"
