@@ -34,12 +34,16 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _write_atomically(path: str, text: str) -> None:
+def write_atomically(path: str, text: str, mode: int = 0o644) -> None:
+    """Replace the file's content so that a crash leaves the old text or the new one, never a mix:
+    a temporary file (created with ``mode``), fsync, rename, fsync of the directory."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    os.chmod(tmp, mode)         # an old temporary file keeps its mode through O_CREAT
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path) or ".")
 
@@ -50,7 +54,7 @@ class MalformedCheckpoint(ValueError):
 
 def write_entries(path: str, lines: list[str]) -> None:
     """Kafka's CheckpointFile.write: version, entry count, one line per entry; atomically."""
-    _write_atomically(path, "\n".join([str(CURRENT_VERSION), str(len(lines)), *lines]) + "\n")
+    write_atomically(path, "\n".join([str(CURRENT_VERSION), str(len(lines)), *lines]) + "\n")
 
 
 def read_file(path: str) -> bytes:
@@ -119,7 +123,7 @@ def read_offsets(path: str) -> dict[tuple[str, int], int]:
 
 
 def write_clean_shutdown(directory: str, broker_epoch: int = -1) -> None:
-    _write_atomically(os.path.join(directory, CLEAN_SHUTDOWN_FILE),
+    write_atomically(os.path.join(directory, CLEAN_SHUTDOWN_FILE),
                       json.dumps({"version": CURRENT_VERSION, "brokerEpoch": broker_epoch}, separators=(",", ":")))
 
 

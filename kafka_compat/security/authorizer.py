@@ -22,6 +22,7 @@ import json
 import threading
 from typing import Iterable, Mapping, NamedTuple, Protocol
 
+from ..json_file import read_json, write_json
 from ..protocol.errors import ErrorCode
 from .acl import (
     ANY_FILTER,
@@ -41,7 +42,6 @@ from .acl import (
     ResourceType,
     acl_binding,
 )
-from .json_file import read_json, write_json
 from .principal import KafkaPrincipal, parse_principal
 
 ALLOW = AclPermissionType.ALLOW

@@ -20,11 +20,11 @@ import os
 import threading
 from typing import Iterable, Mapping, NamedTuple
 
+from ..json_file import read_json, write_json
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
 from ..protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
 from ..protocol.sasl import ScramMechanism
-from .json_file import read_json, write_json
 
 DEFAULT_ITERATIONS = 4096
 

@@ -40,6 +40,7 @@ from base64 import urlsafe_b64encode
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kafka_compat.storage.checkpoint import write_atomically
 from kafka_compat.storage.log_manager import LogManager, hosted_topics
 
 from ..configdef import ConfigError
@@ -993,14 +994,7 @@ class Broker:
     @staticmethod
     def _write_meta(directory: str, props: dict[str, str]) -> None:
         path = os.path.join(directory, "meta.properties")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("#Written by kafka-compat\n")
-            for k, v in props.items():
-                f.write(f"{k}={v}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, "".join(["#Written by kafka-compat\n", *(f"{k}={v}\n" for k, v in props.items())]))
 
     def _meta_properties(self, directory: str) -> str:
         """Kafka's meta.properties: the cluster id and node id this data belongs to."""

@@ -20,6 +20,7 @@ import os
 import threading
 from typing import Callable, Protocol
 
+from ..json_file import write_json
 from ..zk import zk_data as zd
 from .zk_config_manager import ZkConfigManager
 
@@ -66,17 +67,7 @@ class LocalConfigStore:
             return {}
 
     def _write(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "entities": self._entities}, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(os.path.dirname(self.path), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_json(self.path, {"version": 1, "entities": self._entities})     # owner-only: passwords
 
     def entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
         with self._lock:

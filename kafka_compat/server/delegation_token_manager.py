@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from ..clock import now_ms
+from ..json_file import write_json
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.sasl import ScramMechanism
 from ..security.principal import KafkaPrincipal, parse_principal
@@ -92,12 +93,7 @@ class LocalTokenStore:
             return []
 
     def _write(self, tokens: list[TokenInformation]) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "tokens": [json.loads(t.encode()) for t in tokens]}, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_json(self.path, {"version": 1, "tokens": [json.loads(t.encode()) for t in tokens]})   # HMACs
 
     def put(self, info: TokenInformation) -> None:
         with self._lock:

@@ -33,6 +33,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from ..json_file import write_json
+
 log = logging.getLogger(__name__)
 
 METADATA_VERSION = "metadata.version"
@@ -255,19 +257,8 @@ class LocalFeatureStore:
         return levels, epoch
 
     def write(self, levels: Mapping[str, int], epoch: int) -> None:
-        tmp = self.path + ".tmp"
-        body = {"version": 2, "status": 1, "epoch": epoch,
-                "features": {n: {"max_version_level": v} for n, v in sorted(levels.items()) if v}}
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(body, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(os.path.dirname(self.path), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_json(self.path, {"version": 2, "status": 1, "epoch": epoch, "features": {
+            n: {"max_version_level": v} for n, v in sorted(levels.items()) if v}}, 0o644)
 
 
 class LocalFeatureManager:

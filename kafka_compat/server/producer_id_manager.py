@@ -14,6 +14,8 @@ import os
 import threading
 from typing import Callable
 
+from kafka_compat.storage.checkpoint import write_atomically
+
 BLOCK_SIZE = 1000          # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 STATE_FILE = "kafka-compat-producer-id"
 
@@ -32,12 +34,7 @@ class LocalProducerIdBlocks:
     def __call__(self) -> tuple[int, int]:
         start = self.reserved
         self.reserved = start + BLOCK_SIZE
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(self.reserved))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, str(self.reserved))     # the rename is made durable: no id twice
         return start, BLOCK_SIZE
 
 

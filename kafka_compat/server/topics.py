@@ -12,6 +12,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from ..json_file import write_json
 from ..protocol.errors import ErrorCode, KafkaError
 from ..sentinels import INTERNAL_TOPICS
 
@@ -67,17 +68,7 @@ class TopicRegistry:
         data = {"version": 1, "topics": [
             {"name": t.name, "id": str(uuid.UUID(bytes=t.topic_id)), "partitions": t.partitions,
              "configs": t.configs} for t in self.topics.values()]}
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dfd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        write_json(self.path, data, 0o644)
 
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)

@@ -2,6 +2,7 @@
 trusted" instead of stopping the broker."""
 
 import os
+import stat
 
 import pytest
 from kafka_compat.storage import checkpoint
@@ -77,3 +78,14 @@ def test_a_broker_with_garbage_checkpoints_starts_and_recovers(tmp_path, clock, 
     assert [r.offset for r in read_records(lg2)] == list(range(20))
     m2.shutdown()
     assert checkpoint.read_offsets(os.path.join(dirs[0], checkpoint.RECOVERY_POINT_CHECKPOINT)) == {("t", 0): 20}
+
+
+def test_write_atomically_replaces_the_whole_file_with_its_mode_and_leaves_no_temporary(tmp_path):
+    path = str(tmp_path / "state")
+    (tmp_path / "state.tmp").write_text("a stale half-written file from a crash, world-readable")
+    os.chmod(tmp_path / "state.tmp", 0o644)
+    checkpoint.write_atomically(path, "first\n", 0o600)
+    checkpoint.write_atomically(path, "second\n", 0o600)
+    assert open(path).read() == "second\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["state"]
