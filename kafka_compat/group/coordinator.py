@@ -220,7 +220,7 @@ class GroupCoordinator:
         return self._describe(group_id, "ConsumerGroupDescribe", ConsumerGroup, "consumer")
 
     def _describe(self, group_id: str, api: str, kind: type, name: str) -> tuple[int, str | None, object]:
-        """(error, message, group) for ConsumerGroupDescribe and StreamsGroupDescribe: the group if it is a
+        """(error, message, group) for the Consumer, Streams and ShareGroupDescribe: the group if it is a
         live group of `kind`."""
         error = self.validate_group_status(group_id, api)
         if error is not None:
@@ -244,15 +244,7 @@ class GroupCoordinator:
 
     def handle_share_group_describe(self, group_id: str) -> tuple[int, str | None, ShareGroup | None]:
         """(error, message, group)."""
-        error = self.validate_group_status(group_id, "ShareGroupDescribe")
-        if error is not None:
-            return error, None, None
-        group = self.groups.get_group(group_id)
-        if group is None or group.is_dead:
-            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        if not isinstance(group, ShareGroup):
-            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
-        return E.NONE, None, group
+        return self._describe(group_id, "ShareGroupDescribe", ShareGroup, "share")
 
     def share_group_for_offsets(self, group_id: str, create: bool) -> tuple[int, str | None]:
         """(error, message) for changing a share group's offsets (Alter/DeleteShareGroupOffsets): only an empty
