@@ -500,7 +500,7 @@ def coordinator_ready(pair: Pair, key: str, key_type: int = 0) -> None:
 
 
 def table(report: dict) -> str:
-    """The match rate per API as a Markdown table (README's conformance table)."""
+    """The match rate per API as a Markdown table (the conformance table of docs/compatibility.md)."""
     rows = ["| API | fields compared | identical | allowed | known | unexplained | match |",
             "|---|---:|---:|---:|---:|---:|---:|"]
     total = Counts()

@@ -6,7 +6,7 @@ Kafka 4.x in KRaft mode, `.cache/jvm/kafka3` for Kafka 3.9 in ZooKeeper mode). E
 every broker answers; `ReferenceKafka.stop()` ends them and removes the folder.
 
 Kafka's documentation asks for little on a small machine, and these are the settings
-used here (README and bench/README repeat them): a fixed 512 MiB heap with G1, two
+used here (docs/compatibility.md and bench/README repeat them): a fixed 512 MiB heap with G1, two
 network threads and two I/O threads per broker, the replication factors of the internal
 topics lowered to the cluster's size.
 

@@ -1,22 +1,18 @@
 """EmbeddedCluster: ZooKeeper and three broker processes with ids 0..2, and the faults a test applies to them,
-checked by what ZooKeeper then holds; README's cluster example failing over; a follower's replication
-metric. Also the `kafka-compat cluster` command."""
+checked by what ZooKeeper then holds; a follower's replication metric. Also the `kafka-compat cluster`
+command. (README's cluster example, which fails over, runs in tests/test_docs.py with every other example.)"""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_compat.testing import EmbeddedCluster, free_port, zookeeper_missing
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
 
@@ -54,24 +50,6 @@ def test_the_cluster_command_refuses_zero_brokers():
     result = subprocess.run([sys.executable, "-m", "kafka_compat", "cluster", "--brokers", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "at least 1" in result.stderr
-
-
-def readme_block(containing: str) -> str:
-    """The README's python code block that contains ``containing``."""
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    (block,) = [b for b in blocks if containing in b]
-    return block
-
-
-def test_readmes_cluster_example_fails_over():
-    """README's example as written: with the fixture's default.replication.factor (3 on 3 brokers) the
-    auto-created topic has followers, so killing its leader moves leadership and the next record is
-    delivered (with Kafka's default of 1 it stays offline and the record never is)."""
-    namespace: dict = {}
-    exec(compile(readme_block('EmbeddedCluster(3, {"min.insync.replicas": 2}) as cluster:\n    producer'),
-                 "README.md", "exec"), namespace)
-    assert namespace["delivered"] == [None, None]
 
 
 def test_a_followers_replication_bytes_in_counts_what_it_appended():

@@ -482,7 +482,7 @@ def corrupt_and_check(pristine: str, pristine_snap: Snapshot, work: str, rng: ra
                         snap.aborted[part] != pristine_snap.aborted[part]:
                     # entries gone from a .txnindex, or changed to other plausible ones (the sanity check
                     # refuses the rest), cannot be told from the truth without scanning every batch at
-                    # load; Kafka does not look either (the README says so)
+                    # load; Kafka does not look either (docs/storage.md says so)
                     snap.aborted[part] = pristine_snap.aborted[part]
                     limits.append(case)
                 for what in ("producers", "aborted"):
