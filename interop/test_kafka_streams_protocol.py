@@ -49,9 +49,6 @@ def cluster():
     missing = zookeeper_missing()
     if missing:
         pytest.skip(missing)
-    from kafka_compat.cli import cluster_factories
-    if not cluster_factories():
-        pytest.skip("this build has no ZooKeeper controller")
     from cluster_support import new_cluster
     with new_cluster(**STREAMS_GROUP_CONFIGS) as c:
         yield c

@@ -42,53 +42,9 @@ def build_config(properties: str | None, overrides: list[str]):
     return BrokerConfig.from_properties(values)
 
 
-class ZkControllerService:
-    """The ZooKeeper controller as the composition root runs it, with the handlers of the APIs it answers."""
-
-    def __init__(self, links):
-        from .controller.kafka_controller import KafkaController
-        self.links = links
-        self.admin_manager = None               # the ZkAdminManager, once built (ElectLeaders waits through it)
-        self.controller = KafkaController(links.config, links.zk_client, links.send, broker_id=links.broker_id,
-                                          inter_broker_listener_name=links.config.inter_broker_listener_name,
-                                          metrics=links.controller_metrics)
-
-    def startup(self) -> None:
-        self.controller.startup()
-
-    def shutdown(self) -> None:
-        self.controller.shutdown()
-
-    def requests_in_flight(self) -> bool:
-        return self.controller.requests_in_flight()
-
-    def use_admin_manager(self, admin_manager) -> None:
-        self.admin_manager = admin_manager
-
-    def api_handlers(self) -> list:
-        from .server.controller_apis import controller_api_handlers
-        return controller_api_handlers(self.controller, self.links.metadata_cache, self.admin_manager,
-                                       self.links.auth)
-
-
-def _zk_admin_manager(links, service):
-    from .server.zk_admin_manager import ZkAdminManager
-    manager = ZkAdminManager(links.config, links.zk_client, links.metadata_cache, config_manager=links.config_manager,
-                             controller=service.controller if service is not None else None)
-    if service is not None:
-        service.use_admin_manager(manager)
-    return manager
-
-
-def cluster_factories() -> dict:
-    """The ZooKeeper controller and the topic admin manager `serve` builds in a cluster."""
-    return {"controller_factory": ZkControllerService, "admin_manager_factory": _zk_admin_manager}
-
-
 async def serve(config) -> int:
     from .server.broker import Broker, BrokerStartError
-    extra = cluster_factories() if config["zookeeper.connect"] else {}
-    broker = Broker(config, retain_freed_buffers=True, **extra)
+    broker = Broker(config, retain_freed_buffers=True)
     try:
         await broker.start()
     except BrokerStartError as e:

@@ -15,13 +15,13 @@ import pytest
 from kazoo.client import KazooClient
 from wire import AsyncWireClient
 
-from kafka_compat.cli import cluster_factories
 from kafka_compat.network.socket_server import BrokerStartError
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.frames import FrameReader, frame_response, parse_request
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.controlled_shutdown import ControlledShutdownResponse
+from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafka_compat.protocol.messages.leader_and_isr import LeaderAndIsrRequest
@@ -31,6 +31,7 @@ from kafka_compat.protocol.records import build_batch
 from kafka_compat.security.scram import ScramCredential, credential_from_password, format_credential
 from kafka_compat.server.broker import Broker
 from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.server.zk_controller_service import zk_admin_manager
 from kafka_compat.testing import EmbeddedZooKeeper, zookeeper_missing
 
 pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
@@ -58,6 +59,10 @@ def raw(zk_server, chroot):
     yield zk
     zk.stop()
     zk.close()
+
+
+# a broker that only follows: the tests play the controller (PlayedController), so it must not stand itself
+FOLLOWER = {"controller_factory": None, "admin_manager_factory": None}
 
 
 def config(tmp_path, zk_server, chroot, broker_id: int = 0, **overrides) -> BrokerConfig:
@@ -141,7 +146,7 @@ class PlayedController:
 async def leading(tmp_path, zk_server, chroot, factories: dict | None = None, **overrides):
     """A started broker the played controller has made leader of t-0: (broker, controller).
     ``factories``: the Broker's controller/admin manager factories (default: none, a follower of the cluster)."""
-    b = Broker(config(tmp_path, zk_server, chroot, **overrides), **(factories or {}))
+    b = Broker(config(tmp_path, zk_server, chroot, **overrides), **(factories or FOLLOWER))
     await b.start()
     controller = PlayedController(b)
     try:
@@ -182,7 +187,7 @@ def run(coro):
 # ---------------------------------------------------------------- registration
 def test_registration_znodes_and_meta_properties(tmp_path, zk_server, chroot, raw):
     async def scenario():
-        b = Broker(config(tmp_path, zk_server, chroot, 4, **{"broker.rack": "rack-7"}))
+        b = Broker(config(tmp_path, zk_server, chroot, 4, **{"broker.rack": "rack-7"}), **FOLLOWER)
         await b.start()
         try:
             c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
@@ -215,7 +220,7 @@ def test_data_of_another_cluster_is_refused(tmp_path, zk_server, chroot):
     (data / "meta.properties").write_text("version=0\nbroker.id=0\ncluster.id=someone-elses-cluster\n")
 
     async def scenario():
-        b = Broker(config(tmp_path, zk_server, chroot))
+        b = Broker(config(tmp_path, zk_server, chroot), **FOLLOWER)
         with pytest.raises(BrokerStartError, match="wrong cluster"):
             await b.start()
 
@@ -224,7 +229,7 @@ def test_data_of_another_cluster_is_refused(tmp_path, zk_server, chroot):
 
 def test_producer_id_blocks_come_from_zookeeper(tmp_path, zk_server, chroot, raw):
     async def scenario():
-        brokers = [Broker(config(tmp_path, zk_server, chroot, i)) for i in (0, 1)]
+        brokers = [Broker(config(tmp_path, zk_server, chroot, i), **FOLLOWER) for i in (0, 1)]
         for b in brokers:
             await b.start()
         try:
@@ -241,6 +246,40 @@ def test_producer_id_blocks_come_from_zookeeper(tmp_path, zk_server, chroot, raw
     ids, block = run(scenario())
     assert ids == [0, 1000, 1, 1001]                          # one block each, never shared
     assert block == {"version": 1, "broker": 1, "block_start": "1000", "block_end": "1999"}
+
+
+def test_a_broker_built_directly_becomes_controller_and_serves_a_replicated_topic(tmp_path, zk_server, chroot, raw):
+    """``Broker(config)`` with zookeeper.connect and nothing else, as an embedder builds it: one of two stands
+    for controller, CreateTopics makes a topic of replication factor 2, and an acks=all record is on both."""
+    async def scenario():
+        brokers = [Broker(config(tmp_path, zk_server, chroot, i)) for i in (0, 1)]
+        for b in brokers:
+            await b.start()
+        try:
+            await until(lambda: raw.exists("/controller"), what="a controller")
+            controller = json.loads(raw.get("/controller")[0])["brokerid"]
+            await until(lambda: len(brokers[controller].metadata_cache.alive_brokers()) == 2,
+                        what="the controller to know both brokers")     # else CreateTopics: too few brokers
+            c = await AsyncWireClient.connect("127.0.0.1", brokers[controller].bound[0].port)    # as Kafka's
+            try:
+                created = await c.call(19, 7, CreateTopicsRequest(timeout_ms=30000, topics=[
+                    CreateTopicsRequest.CreatableTopic(name="t", num_partitions=1, replication_factor=2)]))
+            finally:
+                await c.close()
+            await until(lambda: all(b.replica_manager.get_partition("t", 0) is not None for b in brokers)
+                        and any(b.replica_manager.get_partition("t", 0).is_leader for b in brokers), what="a leader")
+            leader = next(b for b in brokers if b.replica_manager.get_partition("t", 0).is_leader)
+            error = await produce(leader, b"on both", acks=-1)
+            await until(lambda: all(b.replica_manager.get_partition("t", 0).log_end_offset == 1
+                                    for b in brokers), what="the record on the follower")
+            return controller, created.topics[0].error_code, error
+        finally:
+            for b in brokers:
+                await b.stop()
+
+    controller, created, produced = run(scenario())
+    assert controller in (0, 1)
+    assert (created, produced) == (ErrorCode.NONE, ErrorCode.NONE)
 
 
 # ---------------------------------------------------------------- the session
@@ -323,7 +362,7 @@ async def shutting_down_broker(tmp_path, zk_server, chroot):
     fake = ShutdownController()
     server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
     b = Broker(config(tmp_path, zk_server, chroot, **{"controlled.shutdown.enable": "true",
-                                                      "controlled.shutdown.retry.backoff.ms": 50}))
+                                                      "controlled.shutdown.retry.backoff.ms": 50}), **FOLLOWER)
     await b.start()
     return fake, server, b
 
@@ -467,7 +506,7 @@ def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_
     raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
     factories = None
     if subscribers == "with the admin manager":
-        factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
+        factories = {**FOLLOWER, "admin_manager_factory": zk_admin_manager}
 
     async def scenario():
         async with leading(tmp_path, zk_server, chroot, factories) as (b, _):
@@ -488,7 +527,7 @@ def test_one_config_change_listener_applies_topic_overrides_client_quotas_and_sc
     override, of a client quota and of a SCRAM user, written to ZooKeeper as Kafka's tools write them, are
     all applied by the running broker (one with a SCRAM listener); changed while it is down, a restarted
     broker applies them all."""
-    factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
+    factories = {**FOLLOWER, "admin_manager_factory": zk_admin_manager}
     scram = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
              "sasl.enabled.mechanisms": "SCRAM-SHA-256"}
 

@@ -22,8 +22,9 @@ Kafka's ZooKeeper-mode broker:
   stops acting as leader once its ZooKeeper session may have expired, and
   registers again (a new broker epoch) after losing it;
 - producer id blocks come from /latest_producer_id_block;
-- the ZooKeeper controller and the topic admin manager come from factories
-  (`controller_factory`, `admin_manager_factory`), which get a ClusterLinks;
+- it stands for controller and writes topic changes to ZooKeeper (zk_controller_service.py), through
+  factories (`controller_factory`, `admin_manager_factory`) that get a ClusterLinks and that a test
+  may replace;
 - on SIGTERM (``stop``) it first asks the controller to move its leadership away
   (ControlledShutdown) when controlled.shutdown.enable.
 """
@@ -132,6 +133,7 @@ from .txn_inter_broker import AddPartitionsToTxnManager, TxnMarkerSender
 from .update_features import UpdateFeaturesApi
 from .write_txn_markers import WriteTxnMarkersApi
 from .zk_config_manager import ZkConfigManager
+from .zk_controller_service import ZkControllerService, zk_admin_manager
 from .zk_features import ZkFeatureManager
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
@@ -218,8 +220,8 @@ class ClusterAdminUnavailable:
 class Broker:
     def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None,
                  config_store: ConfigStore | None = None,
-                 controller_factory: Callable[[ClusterLinks], Any] | None = None,
-                 admin_manager_factory: Callable[[ClusterLinks, Any], Any] | None = None):
+                 controller_factory: Callable[[ClusterLinks], Any] | None = ZkControllerService,
+                 admin_manager_factory: Callable[[ClusterLinks, Any], Any] | None = zk_admin_manager):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
         ``security_stores``: where ACLs and SCRAM credentials live; ``config_store``: where dynamic configs
         and quotas live. By default: in ZooKeeper when zookeeper.connect is set (a cluster member keeps
@@ -232,7 +234,8 @@ class Broker:
         ``admin_manager_factory(links, controller)`` the topic admin (LocalController's interface:
         create_topic, delete_topic, create_partitions, set_topic_configs, topic_configs..., optionally
         the coroutines ``startup()`` / ``shutdown()`` and ``try_complete_delayed_topic_operations``).
-        Without them the broker follows a controller elsewhere and refuses topic changes.
+        Both default to Kafka's (zk_controller_service.py), so ``Broker(config)`` is a whole member; with
+        None for both the broker follows a controller elsewhere and refuses topic changes.
         """
         self.config = config
         self.config_store = config_store
@@ -567,7 +570,7 @@ class Broker:
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop,
                              self.controller_metrics, AuthHelper(self.authorizer), self.config_manager)
         # the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics, CreatePartitions,
-        # AlterConfigs through ZooKeeper) come from the factories given to Broker
+        # AlterConfigs through ZooKeeper): Kafka's by default, or what the embedder gave
         if self.controller_factory is not None:
             self.zk_controller = self.controller_factory(links)
             # UpdateFeatures goes to the KafkaController the service runs (as the admin manager's topic changes)
