@@ -34,14 +34,10 @@ import asyncio
 import gc
 import logging
 import os
-import re
 import socket
-import uuid
-from base64 import urlsafe_b64encode
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafka_compat.storage.checkpoint import write_atomically
 from kafka_compat.storage.log_manager import LogManager, hosted_topics
 
 from ..configdef import ConfigError
@@ -53,7 +49,6 @@ from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeS
 from ..network.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
-from ..properties import parse_properties
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.frames import CONTROLLED_SHUTDOWN
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
@@ -67,6 +62,7 @@ from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from ..transaction import TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
+from . import meta_properties
 from .acl_apis import AclApis
 from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
@@ -140,7 +136,6 @@ from .zk_topic_configs import ZkTopicConfigs
 
 log = logging.getLogger(__name__)
 
-_CLUSTER_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "advertised_api_versions"]
 
@@ -598,7 +593,7 @@ class Broker:
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
         self._start_token_expiry()
-        handlers[0].set_supported_versions(self.apis.supported_versions())
+        self._api_versions_api(handlers).set_supported_versions(self.apis.supported_versions())
         await self._start_socket_server(connection_quotas)
         self.registration = ZkBrokerRegistration(
             self.zk_client, self._zk_broker_info, loop, on_suspended=self._on_zk_suspended,
@@ -672,6 +667,11 @@ class Broker:
             raise ConfigError("inter.broker.listener.name", name, "no security protocol is mapped for it")
         return client_security(protocol, cfg.listener_config(name), cfg["sasl.mechanism.inter.broker.protocol"],
                                name)
+
+    @staticmethod
+    def _api_versions_api(handlers: list) -> ApiVersionsApi:
+        """The ApiVersions handler, told the ranges once every handler is in (found by type, not place)."""
+        return next(h for h in handlers if isinstance(h, ApiVersionsApi))
 
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
@@ -827,12 +827,11 @@ class Broker:
     def _cluster_id(self) -> str:
         """Kafka's getOrGenerateClusterId against meta.properties (blocking)."""
         stored = self._read_meta(self.log_dirs[0]).get("cluster.id")
-        cluster_id = self.zk_client.create_or_get_cluster_id(_new_cluster_id())
+        cluster_id = self.zk_client.create_or_get_cluster_id(meta_properties.new_cluster_id())
         if stored and stored != cluster_id:
             raise BrokerStartError(f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in "
                                    f"meta.properties. The broker is trying to join the wrong cluster.")
-        for directory in self.log_dirs:
-            self._write_meta(directory, {"version": "0", "broker.id": str(self.broker_id), "cluster.id": cluster_id})
+        meta_properties.write_cluster_member(self.log_dirs, self.broker_id, cluster_id)
         return cluster_id
 
     def _zk_broker_info(self) -> zd.BrokerInfo:
@@ -984,48 +983,18 @@ class Broker:
         if stored_id is not None and stored_id != str(self.broker_id):
             raise BrokerStartError(f"Stored node id {stored_id} doesn't match previous node id {self.broker_id} in "
                                    f"meta.properties in {self.log_dirs[0]}")
-        return self._meta_properties(self.log_dirs[0]) if write else None
+        if not write:
+            return None
+        try:
+            return meta_properties.ensure_single_node(self.log_dirs[0], self.broker_id)
+        except meta_properties.MetaPropertiesError as e:
+            raise BrokerStartError(str(e)) from None
 
     def _read_meta(self, directory: str) -> dict[str, str]:
-        """A log dir's meta.properties, {} when it has none (a damaged one is refused, never replaced)."""
-        path = os.path.join(directory, "meta.properties")
-        props = {}
-        if os.path.exists(path):
-            props = self._read_meta_properties(path)
-        return props
-
-    @staticmethod
-    def _write_meta(directory: str, props: dict[str, str]) -> None:
-        path = os.path.join(directory, "meta.properties")
-        write_atomically(path, "".join(["#Written by kafka-compat\n", *(f"{k}={v}\n" for k, v in props.items())]))
-
-    def _meta_properties(self, directory: str) -> str:
-        """Kafka's meta.properties: the cluster id and node id this data belongs to."""
-        props = self._read_meta(directory)
-        if "cluster.id" not in props:
-            props = {"version": "1", "cluster.id": _new_cluster_id(), "node.id": str(self.broker_id)}
-            self._write_meta(directory, props)
-        return props["cluster.id"]
-
-    def _read_meta_properties(self, path: str) -> dict[str, str]:
-        """An existing meta.properties must name a cluster and this node, as Kafka requires: one that
-        does not is refused with its path (never replaced: the data may belong to another cluster)."""
         try:
-            with open(path, "rb") as f:
-                props = parse_properties(f.read(64 * 1024).decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise BrokerStartError(f"cannot read {path}: {e}; restore it, or remove it to give this data "
-                                   f"directory a new cluster id") from None
-        problems = []
-        if not _CLUSTER_ID.fullmatch(props.get("cluster.id", "")):
-            problems.append(f"no valid cluster.id ({props.get('cluster.id')!r})")
-        node = props.get("node.id", props.get("broker.id"))
-        if node is not None and node != str(self.broker_id):
-            problems.append(f"node.id {node!r} does not match this broker's id {self.broker_id}")
-        if problems:
-            raise BrokerStartError(f"{path} is damaged or belongs elsewhere: {'; '.join(problems)}; restore it, "
-                                   f"or remove it to give this data directory a new cluster id")
-        return props
+            return meta_properties.read(directory, self.broker_id)
+        except meta_properties.MetaPropertiesError as e:
+            raise BrokerStartError(str(e)) from None
 
     # ------------------------------------------------------------ addresses
     @property
@@ -1087,6 +1056,3 @@ def halt(status: int) -> None:
         handler.flush()
     os._exit(status)
 
-
-def _new_cluster_id() -> str:
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
