@@ -47,6 +47,30 @@ def test_api_versions_bad_software_name(pair):
     pair.check()
 
 
+def test_api_versions_target_check(pair):
+    """v5 (KIP-1242): the client names the cluster and node it means; half of that is INVALID_REQUEST, another
+    cluster or node REBOOTSTRAP_REQUIRED, this broker's own the usual answer."""
+    own = {}
+    for side in ("ours", "kafka"):
+        client = pair.client(side)
+        md = client.call(METADATA, 12, metadata.MetadataRequest(topics=[]))
+        port = client.sock.getpeername()[1]
+        own[side] = (md.cluster_id, next(b.node_id for b in md.brokers if b.port == port))
+
+    def body(cluster_id, node_id):
+        return lambda side: api_versions.ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1.0",
+            cluster_id=own[side][0] if cluster_id is True else cluster_id,
+            node_id=own[side][1] if node_id is True else node_id)
+    for v in pair.versions(API_VERSIONS, lo=5):
+        pair.call(API_VERSIONS, v, body("conf-not-this-cluster", -1), "cluster id without node id")
+        pair.call(API_VERSIONS, v, body(None, 7), "node id without cluster id")
+        pair.call(API_VERSIONS, v, body("conf-not-this-cluster", True), "another cluster")
+        pair.call(API_VERSIONS, v, body(True, 4242), "another node")
+        pair.call(API_VERSIONS, v, body(True, True), "this broker")
+    pair.check()
+
+
 # --- Metadata ---------------------------------------------------------------------------
 
 def test_metadata(pair):

@@ -292,7 +292,7 @@ async def fetch_offset(c: AsyncWireClient, group: str, topic: str, require_stabl
 
 async def txn_commit(c: AsyncWireClient, t: Txn, group: str, topic: str, offset: int):
     r = await c.call(TXN_COMMIT, 3, TxnOffsetCommitRequest(
-        transactional_id=t.txn_id, group_id=group, producer_id=t.pid, producer_epoch=t.epoch, generation_id=-1,
+        transactional_id=t.txn_id, group_id=group, producer_id=t.pid, producer_epoch=t.epoch, generation_id_or_member_epoch=-1,
         member_id="", topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
             TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
                                                                    committed_metadata="m")])]))

@@ -675,7 +675,7 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
-            ApiVersionsApi(advertised_api_versions(cfg), self.features),
+            ApiVersionsApi(advertised_api_versions(cfg), self.features, lambda: (self.cluster_id, self.broker_id)),
             ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify,
                        cfg["transaction.partition.verification.enable"]),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),

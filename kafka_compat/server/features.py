@@ -44,7 +44,12 @@ SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
 
 # MetadataVersion: level -> (release, did the metadata change at this level). Kafka 4's minimum is
-# 3.3-IV3 (7); our schemas are Kafka 4.3's, whose level is 4.3-IV0 (30).
+# 3.3-IV3 (7). Our schemas are Kafka 4.4's, but the top stays 4.3-IV0 (30), for what Kafka 4.4's levels gate:
+# 4.4-IV0 (31) changes no metadata and only bootstraps share.version 2 (KIP-1222, not built); 4.4-IV1 (32)
+# gates CIDR networks as ACL hosts (MetadataVersion.isCidrAclSupported: AclControlManager accepts them and the
+# authorizer matches client addresses against them), which our ACLs do not have; 4.4-IV2 (33) gates
+# controller unregistration (UnregisterController, API 94), KRaft's own. Finalizing any of them would promise
+# the ACLs; 31 alone would promise nothing a client could use.
 METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
     7: ("3.3-IV3", True), 8: ("3.4-IV0", True), 9: ("3.5-IV0", False), 10: ("3.5-IV1", False),
     11: ("3.5-IV2", True), 12: ("3.6-IV0", False), 13: ("3.6-IV1", True), 14: ("3.6-IV2", True),
