@@ -145,9 +145,6 @@ KNOWN: list[tuple[str, str, str]] = [
      "every batch it validates (issue 30)"),
     # the features' levels follow what is built (kafka_compat/server/features.py)
     *[("ApiVersions", f"{field}[{name}].{leaf}", why) for name, why in [
-        ("metadata.version", "metadata.version stops at 4.3-IV0 (30): Kafka 4.4's 4.4-IV1 (32) gates CIDR ACL "
-                             "hosts, not built, and 4.4-IV2 (33) KRaft controller unregistration; Kafka 4.4 "
-                             "finalizes 33 (issue 30)"),
         ("share.version", "share.version 2 is KIP-1222's ShareFetch v2, not built yet: 0-1 (issue 34)")]
       for field, leaf in (("supported_features", "max_version"), ("finalized_features", "*"))],
     *[("DescribeConfigs", f"results[*].configs[{name}].*", f"{what} (issue {issue})") for name, what, issue in [

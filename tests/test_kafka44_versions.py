@@ -131,3 +131,55 @@ def test_streams_v1_recovery_lag_client_tags_and_describe(tmp_path):
         assert g.topology_description_status == (1 if include else 0)      # NOT_STORED / NOT_REQUESTED
     assert (missing.error_code, missing.assignor_name, missing.topology_description_status) == (
         E.GROUP_ID_NOT_FOUND, None, 0)
+
+
+# ---------------------------------------------------------------- metadata.version 4.4-IV1: CIDR ACL hosts
+def test_a_cidr_host_applies_to_the_addresses_of_its_network():
+    from kafka_compat.security.authorizer import host_applies, in_cidr, validate_host
+
+    assert in_cidr("10.1.0.0/16", "10.1.255.255") and in_cidr("10.1.0.0/16", "10.1.0.0")     # inclusive
+    assert in_cidr("10.1.2.3/16", "10.1.9.9")       # host bits set, as SubnetUtils allows
+    assert not in_cidr("10.1.0.0/16", "10.2.0.1") and not in_cidr("10.1.0.0/16", "::1")
+    assert in_cidr("2001:db8::/32", "2001:db8:0:0:0:0:0:1") and not in_cidr("bad/8", "10.0.0.1")
+    assert host_applies("*", ("10.0.0.1", "*")) and host_applies("10.0.0.1", ("10.0.0.1", "*"))
+    assert host_applies("10.0.0.0/8", ("10.0.0.1", "*")) and not host_applies("10.0.0.2", ("10.0.0.1", "*"))
+    assert validate_host("10.0.0.0/8", True) is None and validate_host("*", False) is None
+    assert validate_host("10.0.0.0/8", False).code == E.UNSUPPORTED_VERSION
+    assert validate_host("10.0.0.0/33", True).code == E.INVALID_REQUEST
+    assert validate_host("", True).code == E.INVALID_REQUEST
+
+
+def test_create_acls_takes_a_cidr_host_once_4_4_iv1_is_finalized_and_the_authorizer_matches_it(tmp_path):
+    from kafka_compat.protocol.messages.create_acls import CreateAclsRequest
+    from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest as U
+    from kafka_compat.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+    from kafka_compat.server import features as ft
+
+    ft.LocalFeatureStore(str(tmp_path)).write({"metadata.version": 30}, 0)       # a cluster made by 4.3
+    C = CreateAclsRequest.AclCreation
+
+    def allow(host):
+        return C(resource_type=ResourceType.TOPIC, resource_name="t", resource_pattern_type=PatternType.LITERAL,
+                 principal="User:alice", host=host, operation=AclOperation.READ,
+                 permission_type=AclPermissionType.ALLOW)
+
+    async def scenario():
+        async with running(tmp_path, **{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                        "super.users": "User:ANONYMOUS"}) as b:
+            c = await connect(b)
+            before = (await c.call(30, 3, CreateAclsRequest(creations=[allow("127.0.0.0/8")]))).results[0]
+            up = await c.call(57, 1, U(timeout_ms=30000, feature_updates=[U.FeatureUpdateKey(
+                feature="metadata.version", max_version_level=33, upgrade_type=1)], validate_only=False))
+            after = (await c.call(30, 3, CreateAclsRequest(creations=[allow("127.0.0.0/8"), allow("10.0.0.0/99")])))
+            decide = b.authorizer._decide
+            alice = ("User", "alice")
+            matched = (decide(alice, "127.9.9.9", AclOperation.READ, ResourceType.TOPIC, "t"),
+                       decide(alice, "192.168.0.1", AclOperation.READ, ResourceType.TOPIC, "t"))
+            await c.close()
+            return before, up.error_code, [r.error_code for r in after.results], matched
+
+    before, up, after, matched = asyncio.run(scenario())
+    assert (before.error_code, before.error_message) == (
+        E.UNSUPPORTED_VERSION, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")
+    assert up == E.NONE and after == [E.NONE, E.INVALID_REQUEST]
+    assert matched == (True, False)
