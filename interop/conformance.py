@@ -133,10 +133,7 @@ ALLOWED: list[tuple[str, str, str]] = [
 KNOWN: list[tuple[str, str, str]] = [
     *[("ApiVersions", f"api_keys[{k}].*", f"{name} is not served yet (issue {issue})") for k, name, issue in [
         (83, "InitializeShareGroupState", 34), (84, "ReadShareGroupState", 34), (85, "WriteShareGroupState", 34),
-        (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34),
-        (93, "StreamsGroupTopologyDescriptionUpdate: KIP-1331 stores a streams group's topology description in a "
-             "broker plugin (group.streams.topology.description.plugin.class), which kafka-compat does not have; "
-             "Kafka 4.4 serves the API even without one", 31)]],
+        (86, "DeleteShareGroupState", 34), (87, "ReadShareGroupStateSummary", 34)]],
     *[("ApiVersions", f"api_keys[{k}].max_version", f"{name} (issue {issue})") for k, name, issue in [
         (78, "ShareFetch v2 is KIP-1222's renew acknowledgements, not built yet", 34),
         (79, "ShareAcknowledge v2 is KIP-1222's renew acknowledgements, not built yet", 34)]],

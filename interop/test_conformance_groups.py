@@ -25,6 +25,7 @@ from kafka_compat.protocol.messages import (
     offset_fetch,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -222,10 +223,10 @@ def test_streams_group_heartbeat_errors(pair):
     create(pair, "conf-sgh-t")
     H = streams_group_heartbeat.StreamsGroupHeartbeatRequest
 
-    def topology(changelog_partitions=0):
+    def topology(changelog_partitions=0, app=group):
         return H.Topology(epoch=1, subtopologies=[H.Subtopology(
             subtopology_id="0", source_topics=["conf-sgh-t"], source_topic_regex=[], repartition_sink_topics=[],
-            state_changelog_topics=[H.TopicInfo(name="conf-sgh-store-changelog", partitions=changelog_partitions,
+            state_changelog_topics=[H.TopicInfo(name=f"{app}-store-changelog", partitions=changelog_partitions,
                                                 replication_factor=0, topic_configs=[])],
             repartition_source_topics=[], copartition_groups=[])])
 
@@ -250,7 +251,9 @@ def test_streams_group_heartbeat_errors(pair):
                                                       source_topic_regex=[], repartition_sink_topics=[],
                                                       state_changelog_topics=[], repartition_source_topics=[],
                                                       copartition_groups=[])])),
-            "first join": join("conf-sgh-first"),
+            # a first join at every version: its own application, so no earlier version's join is rejoined
+            "first join": join("conf-sgh-first") if v == 0 else join(
+                "conf-sgh-first", group_id=f"{group}-v{v}", topology=topology(app=f"{group}-v{v}")),
         }.items():
             pair.call(88, v, body, what)
     D = streams_group_describe.StreamsGroupDescribeRequest
@@ -259,6 +262,11 @@ def test_streams_group_heartbeat_errors(pair):
         if v >= 1:      # KIP-1331: the description's status, null-described for a group that is not there
             pair.call(89, v, D(group_ids=["conf-sgh-none"], include_authorized_operations=False,
                                include_topology_description=True), "unknown group, description asked")
+    U = streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateRequest
+    for v in pair.versions(93):     # KIP-1331 without a topology description plugin (Kafka's default)
+        pair.call(93, v, U(group_id=group, member_id="conf-sgh-first", topology_epoch=1,
+                           topology_description=U.TopologyDescription(subtopologies=[], global_stores=[])),
+                  "no plugin")
     pair.check()
 
 

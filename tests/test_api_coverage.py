@@ -21,7 +21,6 @@ STILL_OPEN = {
     78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
     79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
     **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers
-    93: ("StreamsGroupTopologyDescriptionUpdate: KIP-1331's topology description plugin", 31),
 }
 
 # Kafka 4.3's highest versions of the APIs Kafka 4.4 raised: what is advertised never falls below them

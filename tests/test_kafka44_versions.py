@@ -1,7 +1,8 @@
 """What Kafka 4.4's new versions mean, over the wire: ApiVersions v5's target check (KIP-1242),
 TxnOffsetCommit v6's topic ids and errors (KIP-1319), DeleteGroups v3's per-group message, and the
 Streams v1s (the int64 recovery lag, MISSING_CLIENT_TAGS, KIP-1331's description status, KIP-1357's
-assignor name)."""
+assignor name) with StreamsGroupTopologyDescriptionUpdate (93) as Kafka answers it without a plugin, and
+metadata.version 4.4-IV1's CIDR ACL hosts."""
 from __future__ import annotations
 
 import asyncio
@@ -17,6 +18,9 @@ from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnReq
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest  # noqa: E402
 from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest  # noqa: E402
 from kafka_compat.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest  # noqa: E402
+from kafka_compat.protocol.messages.streams_group_topology_description_update import (  # noqa: E402
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest as TC  # noqa: E402
 
 
@@ -114,11 +118,14 @@ def test_streams_v1_recovery_lag_client_tags_and_describe(tmp_path):
                      for v, include in ((1, False), (1, True))}
         missing = (await c.call(89, 1, D(group_ids=["nobody"], include_authorized_operations=False,
                                          include_topology_description=True))).groups[0]
+        U = StreamsGroupTopologyDescriptionUpdateRequest
+        pushed = await c.call(93, 0, U(group_id="app", member_id="m1", topology_epoch=1,
+                                       topology_description=U.TopologyDescription(subtopologies=[], global_stores=[])))
         await c.close()
         await b.stop()
-        return v0, v1, described, missing
+        return v0, v1, described, missing, pushed
 
-    v0, v1, described, missing = asyncio.run(scenario())
+    v0, v1, described, missing, pushed = asyncio.run(scenario())
     assert v0.error_code == v1.error_code == E.NONE
     assert (v0.acceptable_recovery_lag_legacy, v1.acceptable_recovery_lag) == (0, 10000)
     assert v1.topology_description_required is False        # no topology description plugin
@@ -131,6 +138,9 @@ def test_streams_v1_recovery_lag_client_tags_and_describe(tmp_path):
         assert g.topology_description_status == (1 if include else 0)      # NOT_STORED / NOT_REQUESTED
     assert (missing.error_code, missing.assignor_name, missing.topology_description_status) == (
         E.GROUP_ID_NOT_FOUND, None, 0)
+    # no topology description plugin: Kafka's coordinator refuses the push before it looks at the group
+    assert (pushed.error_code, pushed.error_message) == (
+        E.UNSUPPORTED_VERSION, "The broker has no streams group topology description plugin configured.")
 
 
 # ---------------------------------------------------------------- metadata.version 4.4-IV1: CIDR ACL hosts

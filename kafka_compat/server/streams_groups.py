@@ -8,9 +8,9 @@ DESCRIBE on the source topics (CREATE on the cluster or the internal topics to h
 The v1s (Kafka 4.4): the heartbeat answers the acceptable recovery lag as an int64, may report
 MISSING_CLIENT_TAGS, and says whether the broker wants a topology description (KIP-1331); the describe
 names the group's assignor (KIP-1357) and the description's status. KIP-1331's descriptions live in a
-broker plugin (group.streams.topology.description.plugin.class); without one, as here, none is ever
-wanted, the describe says NOT_STORED when asked, and StreamsGroupTopologyDescriptionUpdate (93) is not
-served.
+broker plugin (group.streams.topology.description.plugin.class); without one, as here and in Kafka's
+default configuration, none is ever wanted, the describe says NOT_STORED when asked, and
+StreamsGroupTopologyDescriptionUpdate (93) answers what Kafka's GroupCoordinatorService answers then.
 """
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ from ..group.streams.topology import topology_from_request
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.streams_group_describe import StreamsGroupDescribeResponse as D
 from ..protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatResponse as H
+from ..protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateResponse as TDU,
+)
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, READ, TOPIC
 from .consumer_groups import FeatureGatedGroupsApi
 from .features import STREAMS_VERSION
@@ -171,3 +174,16 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
                 topology_description_status=NOT_STORED if req.include_topology_description else NOT_REQUESTED,
                 assignor_name=self.group_coordinator.group_configs.group_config(group_id)["streams.assignor.name"]))
         return D(groups=out)
+
+    @handles(93)
+    def handle_streams_group_topology_description_update(self, request):
+        """KafkaApis' checks (the streams protocol on, READ on the group), then the coordinator's: active, and a
+        topology description plugin to hand the description to, which this broker never has."""
+        if not self._enabled():
+            return TDU(error_code=E.UNSUPPORTED_VERSION, error_message=E.UNSUPPORTED_VERSION.message)
+        if not self.auth.authorize(request, READ, GROUP, request.body.group_id):
+            return TDU(error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=E.GROUP_AUTHORIZATION_FAILED.message)
+        if not self.group_coordinator.active:
+            return TDU(error_code=E.COORDINATOR_NOT_AVAILABLE)
+        return TDU(error_code=E.UNSUPPORTED_VERSION,
+                   error_message="The broker has no streams group topology description plugin configured.")
