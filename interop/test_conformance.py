@@ -6,10 +6,12 @@ brokers advertise, over raw sockets, through `Pair`. Differences must be on
 """
 from __future__ import annotations
 
+import struct
 import time
 
 import crc32c
 from conformance import Pair, coordinator_ready, create
+from wire import encode_request
 
 from kafka_compat.protocol import records
 from kafka_compat.protocol.messages import (
@@ -44,6 +46,21 @@ def test_api_versions_bad_software_name(pair):
     for v in pair.versions(API_VERSIONS, lo=3):
         pair.call(API_VERSIONS, v, api_versions.ApiVersionsRequest(
             client_software_name="bad name!", client_software_version="1.0"))
+    pair.check()
+
+
+def test_api_versions_of_a_future_version(pair):
+    """A version neither knows (KIP-511): UNSUPPORTED_VERSION in a v0 body that lists ApiVersions' own range."""
+    answers = {}
+    for side in ("ours", "kafka"):
+        frame = bytearray(encode_request(API_VERSIONS, 3, api_versions.ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1.0"), 4242))
+        struct.pack_into(">h", frame, 6, 42)        # the header's api version
+        client = pair.client(side)
+        client.send_raw(bytes(frame))
+        answers[side] = client.receive(API_VERSIONS, 0)[1]
+    pair.unexplained += pair.tally.compare(API_VERSIONS, 0, answers["ours"], answers["kafka"],
+                                           f"{pair.context} future version")
     pair.check()
 
 
