@@ -77,8 +77,8 @@ ALLOWED: list[tuple[str, str, str]] = [
      "Kafka 3.9 in ZooKeeper mode does not check the brokers of a validate-only assignment; Kafka 4 refuses "
      "it, as we do"),
     ("ApiVersions@cluster", "api_keys[*].max_version",
-     "Kafka 3.9 is older than the Kafka 4.3 whose versions we serve; the highest version both accept is compared"),
-    ("ApiVersions@cluster", "api_keys[*].*", "an API one release has and the other not (Kafka 3.9 against 4.3)"),
+     "Kafka 3.9 is older than the Kafka 4.4 whose versions we serve; the highest version both accept is compared"),
+    ("ApiVersions@cluster", "api_keys[*].*", "an API one release has and the other not (Kafka 3.9 against 4.4)"),
     *[("ApiVersions@cluster", f"{field}[*].*",
        "Kafka 3.9's ZooKeeper-mode brokers advertise and finalize no feature (metadata.version and the others are "
        "KRaft's there); ours advertise Kafka 4's, which Kafka 4 clients choose their protocols by")
