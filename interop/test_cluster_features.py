@@ -22,7 +22,7 @@ pytestmark = skip_without_cluster()
 
 NOT_CONTROLLER, INVALID_UPDATE_VERSION = 41, 95
 SAFE_DOWNGRADE, UPGRADE = 2, 1
-DEFAULTS = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
+DEFAULTS = {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
     every_broker_shows(cluster, (epoch, DEFAULTS))
     for i in range(3):      # each broker registers what it supports; the controller checks updates against it
         registered = json.loads(cluster.zk.get(f"/brokers/ids/{i}")[0])["features"]
-        assert registered == {"metadata.version": {"min_version": 7, "max_version": 30},
+        assert registered == {"metadata.version": {"min_version": 7, "max_version": 33},
                               "transaction.version": {"min_version": 0, "max_version": 2},
                               "group.version": {"min_version": 0, "max_version": 1},
                               "share.version": {"min_version": 0, "max_version": 1},
@@ -100,7 +100,7 @@ def test_an_update_reaches_every_broker_and_survives_a_controller_kill(cluster):
 
     r = update(cluster.brokers[controller], "group.version", 0, SAFE_DOWNGRADE)
     assert r.error_code == 0
-    downgraded = {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1}
+    downgraded = {"metadata.version": 33, "transaction.version": 2, "share.version": 1, "streams.version": 1}
     assert finalized(cluster.brokers[controller]) == (epoch + 1, downgraded)   # the controller's broker at once
     every_broker_shows(cluster, (epoch + 1, downgraded))
     assert feature_znode(cluster)[0]["features"] == {n: {"max_version_level": v} for n, v in downgraded.items()}

@@ -6,10 +6,12 @@ brokers advertise, over raw sockets, through `Pair`. Differences must be on
 """
 from __future__ import annotations
 
+import struct
 import time
 
 import crc32c
 from conformance import Pair, coordinator_ready, create
+from wire import encode_request
 
 from kafka_compat.protocol import records
 from kafka_compat.protocol.messages import (
@@ -44,6 +46,45 @@ def test_api_versions_bad_software_name(pair):
     for v in pair.versions(API_VERSIONS, lo=3):
         pair.call(API_VERSIONS, v, api_versions.ApiVersionsRequest(
             client_software_name="bad name!", client_software_version="1.0"))
+    pair.check()
+
+
+def test_api_versions_of_a_future_version(pair):
+    """A version neither knows (KIP-511): UNSUPPORTED_VERSION in a v0 body that lists ApiVersions' own range."""
+    answers = {}
+    for side in ("ours", "kafka"):
+        frame = bytearray(encode_request(API_VERSIONS, 3, api_versions.ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1.0"), 4242))
+        struct.pack_into(">h", frame, 6, 42)        # the header's api version
+        client = pair.client(side)
+        client.send_raw(bytes(frame))
+        answers[side] = client.receive(API_VERSIONS, 0)[1]
+    pair.unexplained += pair.tally.compare(API_VERSIONS, 0, answers["ours"], answers["kafka"],
+                                           f"{pair.context} future version")
+    pair.check()
+
+
+def test_api_versions_target_check(pair):
+    """v5 (KIP-1242): the client names the cluster and node it means; half of that is INVALID_REQUEST, another
+    cluster or node REBOOTSTRAP_REQUIRED, this broker's own the usual answer."""
+    own = {}
+    for side in ("ours", "kafka"):
+        client = pair.client(side)
+        md = client.call(METADATA, 12, metadata.MetadataRequest(topics=[]))
+        port = client.sock.getpeername()[1]
+        own[side] = (md.cluster_id, next(b.node_id for b in md.brokers if b.port == port))
+
+    def body(cluster_id, node_id):
+        return lambda side: api_versions.ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1.0",
+            cluster_id=own[side][0] if cluster_id is True else cluster_id,
+            node_id=own[side][1] if node_id is True else node_id)
+    for v in pair.versions(API_VERSIONS, lo=5):
+        pair.call(API_VERSIONS, v, body("conf-not-this-cluster", -1), "cluster id without node id")
+        pair.call(API_VERSIONS, v, body(None, 7), "node id without cluster id")
+        pair.call(API_VERSIONS, v, body("conf-not-this-cluster", True), "another cluster")
+        pair.call(API_VERSIONS, v, body(True, 4242), "another node")
+        pair.call(API_VERSIONS, v, body(True, True), "this broker")
     pair.check()
 
 

@@ -25,6 +25,7 @@ from kafka_compat.protocol.messages import (
     offset_fetch,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -222,10 +223,10 @@ def test_streams_group_heartbeat_errors(pair):
     create(pair, "conf-sgh-t")
     H = streams_group_heartbeat.StreamsGroupHeartbeatRequest
 
-    def topology(changelog_partitions=0):
+    def topology(changelog_partitions=0, app=group):
         return H.Topology(epoch=1, subtopologies=[H.Subtopology(
             subtopology_id="0", source_topics=["conf-sgh-t"], source_topic_regex=[], repartition_sink_topics=[],
-            state_changelog_topics=[H.TopicInfo(name="conf-sgh-store-changelog", partitions=changelog_partitions,
+            state_changelog_topics=[H.TopicInfo(name=f"{app}-store-changelog", partitions=changelog_partitions,
                                                 replication_factor=0, topic_configs=[])],
             repartition_source_topics=[], copartition_groups=[])])
 
@@ -250,12 +251,22 @@ def test_streams_group_heartbeat_errors(pair):
                                                       source_topic_regex=[], repartition_sink_topics=[],
                                                       state_changelog_topics=[], repartition_source_topics=[],
                                                       copartition_groups=[])])),
-            "first join": join("conf-sgh-first"),
+            # a first join at every version: its own application, so no earlier version's join is rejoined
+            "first join": join("conf-sgh-first") if v == 0 else join(
+                "conf-sgh-first", group_id=f"{group}-v{v}", topology=topology(app=f"{group}-v{v}")),
         }.items():
             pair.call(88, v, body, what)
     D = streams_group_describe.StreamsGroupDescribeRequest
     for v in pair.versions(89):
         pair.call(89, v, D(group_ids=["conf-sgh-none"], include_authorized_operations=False), "unknown group")
+        if v >= 1:      # KIP-1331: the description's status, null-described for a group that is not there
+            pair.call(89, v, D(group_ids=["conf-sgh-none"], include_authorized_operations=False,
+                               include_topology_description=True), "unknown group, description asked")
+    U = streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateRequest
+    for v in pair.versions(93):     # KIP-1331 without a topology description plugin (Kafka's default)
+        pair.call(93, v, U(group_id=group, member_id="conf-sgh-first", topology_epoch=1,
+                           topology_description=U.TopologyDescription(subtopologies=[], global_stores=[])),
+                  "no plugin")
     pair.check()
 
 
@@ -296,16 +307,26 @@ def test_transaction_errors(pair):
             transactional_id=tid, producer_id=ids[side][0], producer_epoch=ids[side][1] + 3, group_id="conf-txn-g"),
             "fenced epoch")
     T = txn_offset_commit.TxnOffsetCommitRequest
+    topic_ids = {side: pair.topic_id(side, "conf-txn-t") for side in ("ours", "kafka")}
 
-    def commit(side):
-        return T(transactional_id=tid, group_id="conf-txn-g", producer_id=ids[side][0], producer_epoch=ids[side][1],
-                 generation_id=-1, member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
-                     name="conf-txn-t", partitions=[T.TxnOffsetCommitRequestPartition(
-                         partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])])
+    def commit(group="conf-txn-g", epoch=-1, topic_id=None):
+        def body(side):
+            return T(transactional_id=tid, group_id=group, producer_id=ids[side][0], producer_epoch=ids[side][1],
+                     generation_id_or_member_epoch=epoch, member_id="", group_instance_id=None,
+                     topics=[T.TxnOffsetCommitRequestTopic(     # v6 names the topic by id only (KIP-1319)
+                         name="conf-txn-t", topic_id=topic_ids[side] if topic_id is None else topic_id,
+                         partitions=[T.TxnOffsetCommitRequestPartition(
+                             partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                             committed_metadata="")])])
+        return body
     for v in pair.versions(TXN_OFFSET_COMMIT, hi=4):
-        pair.call(TXN_OFFSET_COMMIT, v, commit, "not added to the transaction")
+        pair.call(TXN_OFFSET_COMMIT, v, commit(), "not added to the transaction")
     for v in pair.versions(TXN_OFFSET_COMMIT, lo=5):       # transactions v2: the commit adds the group itself
-        pair.call(TXN_OFFSET_COMMIT, v, commit, "added by the commit")
+        pair.call(TXN_OFFSET_COMMIT, v, commit(), "added by the commit")
+        # a generation for a group that does not exist: v6 says GROUP_ID_NOT_FOUND, older ILLEGAL_GENERATION
+        pair.call(TXN_OFFSET_COMMIT, v, commit(group="conf-txn-nogroup", epoch=3), "generation of a missing group")
+    for v in pair.versions(TXN_OFFSET_COMMIT, lo=6):
+        pair.call(TXN_OFFSET_COMMIT, v, commit(topic_id=b"\x01" * 16), "unknown topic id")
     W = write_txn_markers.WriteTxnMarkersRequest
     for v in pair.versions(WRITE_TXN_MARKERS):
         pair.call(WRITE_TXN_MARKERS, v, lambda side: W(markers=[W.WritableTxnMarker(

@@ -206,6 +206,26 @@ def test_acl_refusals_then_grants(admin, alice):
     alice.check()
 
 
+def test_cidr_acl_hosts(admin, alice):
+    """metadata.version 4.4-IV1 (both finalize 4.4-IV2): an ACL host may be a CIDR network, and it applies to the
+    addresses inside it; a malformed network or an empty host is INVALID_REQUEST."""
+    create(admin, "sec-cidr")
+    C = create_acls.CreateAclsRequest
+    M = metadata.MetadataRequest
+    named = M(topics=[M.MetadataRequestTopic(name="sec-cidr")], allow_auto_topic_creation=False,
+              include_topic_authorized_operations=True)
+    alice.call(3, 12, named, "metadata before the CIDR grant")
+
+    def acl(host, operation=DESCRIBE):
+        return C.AclCreation(resource_type=TOPIC, resource_name="sec-cidr", resource_pattern_type=LITERAL,
+                             principal="User:alice", host=host, operation=operation, permission_type=ALLOW)
+    admin.call(30, 3, C(creations=[acl("127.0.0.0/8"), acl("10.0.0.0/99", READ), acl("", READ),
+                                   acl("192.168.0.0/16", WRITE)]), "CIDR hosts")
+    alice.call(3, 12, named, "metadata granted through 127.0.0.0/8")
+    admin.check()
+    alice.check()
+
+
 def test_a_frame_before_the_handshake_ends_with_the_same_bytes(secured):
     """ApiVersions is answered before SASL on both; what else arrives is refused by closing."""
     _, _, ours_sasl, kafka_sasl = secured

@@ -1105,7 +1105,7 @@ def test_kafka_features_describe(target):
                                                "share.version", "streams.version"}
     # metadata.version is printed by its release name, as Kafka 4's tool knows the levels
     assert (printed["metadata.version"]["SupportedMinVersion"], printed["metadata.version"]["SupportedMaxVersion"],
-            printed["metadata.version"]["FinalizedVersionLevel"]) == ("3.3-IV3", "4.3-IV0", "4.3-IV0")
+            printed["metadata.version"]["FinalizedVersionLevel"]) == ("3.3-IV3", "4.4-IV2", "4.4-IV2")
     for name, f in printed.items():
         assert int(f["Epoch"]) == r.finalized_features_epoch
         if name != "metadata.version":
@@ -1132,7 +1132,7 @@ def test_kafka_features_upgrade_and_downgrade(target):
     def describe() -> dict[str, str]:
         return {n: f["FinalizedVersionLevel"] for n, f in feature_lines(tool(*features, "describe").stdout).items()}
 
-    defaults = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
+    defaults = {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
     start = everywhere(defaults)
     try:
         assert tool(*features, "upgrade", "--feature", "group.version=1").stdout.strip() == \
@@ -1141,11 +1141,11 @@ def test_kafka_features_upgrade_and_downgrade(target):
         assert out.strip() == "group.version can be downgraded to 0."
         assert tool(*features, "downgrade", "--feature", "group.version=0").stdout.strip() == \
             "group.version was downgraded to 0."
-        assert everywhere({"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1}) > start
+        assert everywhere({"metadata.version": 33, "transaction.version": 2, "share.version": 1, "streams.version": 1}) > start
         assert wait_for(lambda: describe()["group.version"] == "0", "describe to show group.version 0")
         assert tool(*features, "downgrade", "--unsafe", "--feature", "transaction.version=0").stdout.strip() == \
             "transaction.version was downgraded to 0."
-        assert everywhere({"metadata.version": 30, "share.version": 1, "streams.version": 1}) > start
+        assert everywhere({"metadata.version": 33, "share.version": 1, "streams.version": 1}) > start
         refused = tool(*features, "upgrade", "--feature", "transaction.version=3", expect=1)
         assert "Could not upgrade transaction.version to 3." in refused.stdout
         assert "only supports versions 0-2" in refused.stdout
@@ -1153,7 +1153,7 @@ def test_kafka_features_upgrade_and_downgrade(target):
         assert lines(out) == ["group.version was upgraded to 1.", "transaction.version was upgraded to 2."]
         everywhere(defaults)
         assert tool(*features, "disable", "--feature", "group.version").stdout.strip() == "group.version was disabled."
-        everywhere({"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1})
+        everywhere({"metadata.version": 33, "transaction.version": 2, "share.version": 1, "streams.version": 1})
     finally:
         tool(*features, "upgrade", "--feature", "group.version=1", "--feature", "transaction.version=2")
     everywhere(defaults)

@@ -868,7 +868,7 @@ async def txn_offset_commit(ctx: Ctx):
                                                                producer_epoch=epoch, group_id=group))
     assert added.error_code == 0
     body = TxnOffsetCommitRequest(transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch,
-                                  generation_id=-1, member_id="", topics=[
+                                  generation_id_or_member_epoch=-1, member_id="", topics=[
                                       TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
                                           TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
                                               partition_index=0, committed_offset=2)])])

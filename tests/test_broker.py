@@ -66,7 +66,7 @@ def test_api_versions_v0_and_the_too_high_fallback(broker):
     c.send_raw(bytes(frame))
     cid, body = c.receive(18, 0)
     assert cid == 77 and body.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.max_version) for k in body.api_keys] == [(18, 4)]
+    assert [(k.api_key, k.max_version) for k in body.api_keys] == [(18, 5)]
     assert c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")).error_code == 0
     c.close()
 

@@ -436,11 +436,12 @@ def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tm
     from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
     from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
-    def commit(t, member_id, epoch, offset):
+    def commit(t, member_id, epoch, offset, topic_id=b"\0" * 16):
         return TxnOffsetCommitRequest(
             transactional_id=t.txn_id, group_id="g", producer_id=t.pid, producer_epoch=t.epoch,
-            generation_id=epoch, member_id=member_id, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
-                name="t", partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+            generation_id_or_member_epoch=epoch, member_id=member_id,
+            topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                name="t", topic_id=topic_id, partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
                     partition_index=0, committed_offset=offset, committed_metadata="")])])
 
     async def scenario():
@@ -459,6 +460,9 @@ def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tm
         for name, member, epoch in (("stale", "m", j.member_epoch + 3), ("unknown", "nobody", j.member_epoch),
                                     ("member", "m", j.member_epoch)):
             out[name] = (await c.call(28, 3, commit(t, member, epoch, 7))).topics[0].partitions[0].error_code
+        # v6 (KIP-1319) tells a consumer-protocol member its epoch is stale, as OffsetCommit does
+        out["stale v6"] = (await c.call(28, 6, commit(t, "m", j.member_epoch + 3, 7, b.metadata_cache.get(
+            "t").topic_id))).topics[0].partitions[0].error_code
         out["pending"] = await fetch_offset(c, "g", "t", True)
         out["end"] = await t.end(True)
         await t.settled("CompleteCommit")
@@ -468,4 +472,5 @@ def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tm
 
     out = asyncio.run(scenario())
     assert out == {"add": E.NONE, "stale": E.ILLEGAL_GENERATION, "unknown": E.UNKNOWN_MEMBER_ID, "member": E.NONE,
+                   "stale v6": E.STALE_MEMBER_EPOCH,
                    "pending": (E.UNSTABLE_OFFSET_COMMIT, -1), "end": E.NONE, "committed": (E.NONE, 7)}

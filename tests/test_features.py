@@ -26,7 +26,7 @@ def api_versions(c: WireClient, version: int = 4):
 
 
 # what a new node finalizes: Kafka 4's defaults, capped at what is built
-NEW_NODE = {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1,
+NEW_NODE = {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1,
             "streams.version": 1}
 
 
@@ -53,13 +53,13 @@ def test_api_versions_carries_the_features(broker):
     c = WireClient("127.0.0.1", broker.port)
     v4 = api_versions(c, 4)
     assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
-        "metadata.version": (7, 30), "transaction.version": (0, 2), "group.version": (0, 1),
+        "metadata.version": (7, 33), "transaction.version": (0, 2), "group.version": (0, 1),
         "share.version": (0, 1), "streams.version": (0, 1)}
     # a new node finalizes the defaults: Kafka 4's, capped at what is built; nothing at 0 is listed
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1,
+    assert finalized(c) == (0, {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
                                 "share.version": 1, "streams.version": 1})
     v3 = api_versions(c, 3)        # below v4 no feature whose minimum is 0 (KAFKA-17492)
-    assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 30)]
+    assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 33)]
     assert v3.finalized_features_epoch == 0 and len(v3.finalized_features) == 5
     assert 57 in {k.api_key for k in v4.api_keys}
     c.close()
@@ -71,10 +71,10 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 0, ft.SAFE_DOWNGRADE), validate_only=True)
     assert (r.error_code, r.error_message, [(x.feature, x.error_code) for x in r.results]) == \
         (0, None, [("group.version", 0)])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     # a safe downgrade to 0 turns the consumer protocol off, as Kafka 4 does: still advertised, refused
     assert update(c, ("group.version", 0, ft.SAFE_DOWNGRADE)).error_code == 0
-    assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (1, {"metadata.version": 33, "transaction.version": 2, "share.version": 1, "streams.version": 1})
     assert {68, 69} <= {k.api_key for k in api_versions(c).api_keys}
     hb = c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
                                                      rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
@@ -86,17 +86,17 @@ def test_upgrade_downgrade_and_validate_only(broker):
     r = update(c, ("group.version", 1, ft.UPGRADE), version=2)
     assert (r.error_code, r.results) == (0, [])
     assert update(c, ("group.version", 1, ft.UPGRADE)).error_code == 0
-    assert finalized(c) == (3, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (3, {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     assert c.call(68, 1, ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=0,
                                                        rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
                                                        topic_partitions=[])).error_code == 0
     # an unsafe downgrade of transaction.version, and v0's AllowDowngrade (a safe downgrade) back and forth
     assert update(c, ("transaction.version", 0, ft.UNSAFE_DOWNGRADE)).error_code == 0
     assert update(c, ("group.version", 0, True), version=0).error_code == 0
-    assert finalized(c) == (5, {"metadata.version": 30, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (5, {"metadata.version": 33, "share.version": 1, "streams.version": 1})
     r = update(c, ("group.version", 1, False), ("transaction.version", 1, False), version=0)
     assert (r.error_code, [x.feature for x in r.results]) == (0, ["group.version", "transaction.version"])
-    assert finalized(c) == (6, {"metadata.version": 30, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (6, {"metadata.version": 33, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1})
     c.close()
 
 
@@ -140,21 +140,21 @@ def test_share_version_0_turns_share_groups_off(broker):
     ([("transaction.version", 0, ft.SAFE_DOWNGRADE), ("group.version", 1, ft.UNSAFE_DOWNGRADE),
       ("group.version", 9, ft.UPGRADE)],        # the first ones would apply: none does
      "Invalid update version 9 for feature group.version. Local controller 0 only supports versions 0-1"),
-    ([("metadata.version", 29, ft.SAFE_DOWNGRADE)],
-     "Unsupported metadata.version downgrade from 30 to 29. Refusing to perform the requested downgrade because "
+    ([("metadata.version", 32, ft.SAFE_DOWNGRADE)],
+     "Unsupported metadata.version downgrade from 33 to 32. Refusing to perform the requested downgrade because "
      "it might delete metadata information."),
-    ([("metadata.version", 29, ft.UNSAFE_DOWNGRADE)],
-     "Unsupported metadata.version downgrade from 30 to 29. Unsafe metadata downgrade is not supported in this "
+    ([("metadata.version", 31, ft.UNSAFE_DOWNGRADE)],
+     "Unsupported metadata.version downgrade from 33 to 31. Unsafe metadata downgrade is not supported in this "
      "version."),
-    ([("metadata.version", 31, ft.UPGRADE)],
-     "Invalid update version 31 for feature metadata.version. Local controller 0 only supports versions 7-30"),
+    ([("metadata.version", 34, ft.UPGRADE)],
+     "Invalid update version 34 for feature metadata.version. Local controller 0 only supports versions 7-33"),
 ])
 def test_refused_updates(broker, updates, message):
     c = WireClient("127.0.0.1", broker.port)
     for validate_only in (True, False):
         r = update(c, *updates, validate_only=validate_only)
         assert (r.error_code, r.error_message, r.results) == (INVALID_UPDATE_VERSION, FAILED + message, [])
-    assert finalized(c) == (0, {"metadata.version": 30, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
+    assert finalized(c) == (0, {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1})
     c.close()
 
 
@@ -164,13 +164,13 @@ def test_finalized_levels_survive_a_restart(broker):
     c.close()
     with open(os.path.join(broker.log_dir, ft.FEATURES_FILE)) as f:    # the /feature znode's JSON, and the epoch
         assert json.load(f) == {"version": 2, "status": 1, "epoch": 1, "features": {
-            "metadata.version": {"max_version_level": 30}, "share.version": {"max_version_level": 1},
+            "metadata.version": {"max_version_level": 33}, "share.version": {"max_version_level": 1},
             "streams.version": {"max_version_level": 1}, "transaction.version": {"max_version_level": 2}}}
     for stop in (broker.kill, broker.stop):
         stop()
         broker.start()
         c = WireClient("127.0.0.1", broker.port)
-        assert finalized(c) == (1, {"metadata.version": 30, "transaction.version": 2, "share.version": 1, "streams.version": 1})
+        assert finalized(c) == (1, {"metadata.version": 33, "transaction.version": 2, "share.version": 1, "streams.version": 1})
         c.close()
 
 
@@ -181,6 +181,8 @@ def test_metadata_changed_is_kafkas():
     assert ft.metadata_changed(30, 29)            # 4.3-IV0 changed the metadata
     assert not ft.metadata_changed(29, 24)        # 4.0-IV2 .. 4.2-IV1 did not
     assert ft.metadata_changed(24, 22)            # 4.0-IV1 did
+    assert not ft.metadata_changed(31, 30)        # 4.4-IV0 did not
+    assert ft.metadata_changed(32, 31) and ft.metadata_changed(33, 32)     # 4.4-IV1 (CIDR ACLs) and 4.4-IV2 did
 
 
 def test_validate_update_checks_every_broker():

@@ -118,7 +118,7 @@ def test_api_versions_of_too_high_a_version_gets_a_v0_error_reply():
     assert header.correlation_id == 1234
     body, _ = ApiVersionsResponse.decode(data[4:], 0, pos)
     assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 5)]
 
 
 def test_unknown_api_and_unsupported_versions_are_invalid_requests():

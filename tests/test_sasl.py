@@ -221,7 +221,7 @@ def test_api_versions_of_unknown_version_is_answered_and_can_be_retried(clock):
     assert [type(o) for o in out] == [SendBytes]
     _, body = decode_response(18, 0, out[0].data[4:])
     assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.max_version) for k in body.api_keys] == [(18, 4)]
+    assert [(k.api_key, k.max_version) for k in body.api_keys] == [(18, 5)]
     assert auth.state is SaslState.HANDSHAKE
     assert decoded(auth.receive_frame(frame(18, 2, ApiVersionsRequest()))[0]).error_code == ErrorCode.NONE
     handshake(auth, "PLAIN")

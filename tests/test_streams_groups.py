@@ -209,7 +209,7 @@ def tasks_of(resp) -> TasksTuple | None:
 @pytest.mark.parametrize("protocols,advertised", [("classic,consumer,streams", True), ("classic,consumer", False)])
 def test_88_and_89_are_advertised_only_with_the_streams_protocol(tmp_path, protocols, advertised):
     table = advertised_api_versions(settings(tmp_path, **{"group.coordinator.rebalance.protocols": protocols}))
-    assert (88 in table and 89 in table) is advertised
+    assert (88 in table and 89 in table and 93 in table) is advertised
 
 
 def test_heartbeat_validation(tmp_path):

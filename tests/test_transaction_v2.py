@@ -42,7 +42,7 @@ async def end_v5(t: Txn, committed: bool, epoch: int | None = None, pid: int | N
 
 async def commit_offset_v5(t: Txn, group: str, topic: str, offset: int) -> int:
     r = await t.c.call(TXN_COMMIT, COMMIT_V2, TxnOffsetCommitRequest(
-        transactional_id=t.txn_id, group_id=group, producer_id=t.pid, producer_epoch=t.epoch, generation_id=-1,
+        transactional_id=t.txn_id, group_id=group, producer_id=t.pid, producer_epoch=t.epoch, generation_id_or_member_epoch=-1,
         member_id="", topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
             TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
                                                                    committed_metadata="")])]))

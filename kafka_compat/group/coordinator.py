@@ -330,14 +330,15 @@ class GroupCoordinator:
             self.classic.on_offset_commit(group, member_id)
 
     def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
-                                  instance_id: str | None, generation_id: int, offsets, callback) -> None:
+                                  instance_id: str | None, generation_id: int, offsets, callback,
+                                  api_version: int = 5) -> None:
         """TxnOffsetCommit: the offsets are written now and count when the transaction commits."""
         error = self.validate_group_status(group_id, "TxnOffsetCommit")
         if error is not None:
             callback({tp: error for tp in offsets})
             return
         self.offsets.commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, instance_id,
-                                        generation_id, offsets, callback)
+                                        generation_id, offsets, callback, api_version)
 
     def on_transaction_completed(self, producer_id: int, offsets_partitions, committed: bool) -> None:
         """WriteTxnMarkers wrote a marker to these `__consumer_offsets` partitions (Kafka's

@@ -101,15 +101,19 @@ class OffsetMetadataManager:
     # ------------------------------------------------------------ TxnOffsetCommit
     def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
                            instance_id: str | None, generation_or_epoch: int,
-                           offsets: dict[TopicPartition, OffsetAndMetadata], callback) -> None:
-        """Validate, append as the producer's transactional batch, hold them pending until its marker."""
+                           offsets: dict[TopicPartition, OffsetAndMetadata], callback, api_version: int = 5) -> None:
+        """Validate, append as the producer's transactional batch, hold them pending until its marker.
+        Before TxnOffsetCommit v6 (KIP-1319) a client knows neither GROUP_ID_NOT_FOUND nor STALE_MEMBER_EPOCH
+        and is told ILLEGAL_GENERATION instead, as Kafka's OffsetMetadataManager does."""
         def all_(code):
+            if api_version < 6 and code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.STALE_MEMBER_EPOCH):
+                code = ErrorCode.ILLEGAL_GENERATION
             callback({tp: code for tp in offsets})
 
         group = self.groups.get_group(group_id)
         if group is None:
             if generation_or_epoch >= 0:
-                all_(ErrorCode.ILLEGAL_GENERATION)
+                all_(ErrorCode.GROUP_ID_NOT_FOUND)
                 return
             group = self.groups.get_or_maybe_create_classic_group(group_id, True)
         error = group.validate_offset_commit(member_id, instance_id, generation_or_epoch, 9, transactional=True)

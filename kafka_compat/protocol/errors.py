@@ -141,6 +141,9 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
     SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136
 
     @property
     def retriable(self) -> bool:
@@ -338,4 +341,7 @@ _MESSAGES = {
     ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH: "the topology epoch sent does not fit the group's",
     ErrorCode.STREAMS_TOPOLOGY_FENCED: 'a newer topology epoch is in place for the group',
     ErrorCode.SHARE_SESSION_LIMIT_REACHED: 'the broker already holds the maximum number of share sessions',
+    ErrorCode.GROUP_DELETION_FAILED: "the group could not be deleted; its result's error message says why",
+    ErrorCode.STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED: 'the topology description update could not be stored',
+    ErrorCode.CONTROLLER_ID_NOT_REGISTERED: 'no controller is registered with that id',
 }

@@ -292,8 +292,11 @@ def decode_response(api_key: int, version: int, frame) -> tuple[int, object]:
     return header.correlation_id, body
 
 
-def unsupported_api_versions_response(correlation_id: int, max_version: int = 4) -> bytes:
-    """The v0 reply to an ApiVersions request of too high a version (KIP-511): only key 18 listed."""
+def unsupported_api_versions_response(correlation_id: int, max_version: int | None = None) -> bytes:
+    """The v0 reply to an ApiVersions request of too high a version (KIP-511): only key 18 listed, with its
+    highest version (by default what the schemas define, as Kafka lists its own)."""
+    if max_version is None:
+        max_version = APIS[API_VERSIONS].max_version
     body = ApiVersionsResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION,
         api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS, min_version=0, max_version=max_version)],

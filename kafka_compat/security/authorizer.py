@@ -3,7 +3,9 @@
 An ACL applies to a resource when its pattern is LITERAL with the resource's name,
 LITERAL "*" (every resource of the type), or PREFIXED with a prefix of the name. Its
 principal applies when it is the caller's or "User:*", its host when it is the
-client's address (as Java prints it) or "*". For a request:
+client's address (as Java prints it), "*", or a CIDR network holding the address (Kafka 4.4,
+from metadata.version 4.4-IV1: CreateAcls takes a CIDR host only once that level is finalized,
+`cidr_hosts_supported`). For a request:
 
 1. a `super.users` principal is allowed everything;
 2. no ACL at all on the resource (for anyone): `allow.everyone.if.no.acl.found` decides;
@@ -18,9 +20,11 @@ here; encode/decode of ZooKeeper's /kafka-acl znodes is provided for a ZooKeeper
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
-from typing import Iterable, Mapping, NamedTuple, Protocol
+from functools import lru_cache
+from typing import Callable, Iterable, Mapping, NamedTuple, Protocol
 
 from ..json_file import read_json, write_json
 from ..protocol.errors import ErrorCode
@@ -105,6 +109,47 @@ def validate_new_binding(binding: AclBinding) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
+def _network(cidr: str):
+    """The network of a CIDR host pattern; host bits may be set ('10.1.2.3/8'), as Kafka's SubnetUtils allows."""
+    return ipaddress.ip_network(cidr, strict=False)
+
+
+def in_cidr(cidr: str, host: str) -> bool:
+    """Kafka's CidrUtils.isInRange: the address lies in the network, its first and last address included;
+    anything unparsable, or of the other IP family, is outside."""
+    try:
+        return ipaddress.ip_address(host.partition("%")[0]) in _network(cidr)
+    except ValueError:
+        return False
+
+
+def host_applies(ace_host: str, hosts: tuple[str, str]) -> bool:
+    """An ACL's host applies to a client: its address, "*" (hosts = (address, "*")), or a network holding it."""
+    return ace_host in hosts or ("/" in ace_host and in_cidr(ace_host, hosts[0]))
+
+
+# metadata.version from which a CIDR ACL host is accepted (MetadataVersion.IBP_4_4_IV1.isCidrAclSupported)
+CIDR_ACL_METADATA_VERSION = 32
+
+
+def validate_host(host: str | None, cidr_supported: bool) -> ApiError | None:
+    """AclControlManager.validateHostPattern: a host pattern is "*", an address, or a valid CIDR network once
+    the cluster's metadata.version has CIDR ACLs."""
+    if not host:
+        return ApiError(ErrorCode.INVALID_REQUEST, "Host pattern cannot be null or empty")
+    if "/" not in host or host == WILDCARD_HOST:
+        return None
+    if not cidr_supported:
+        return ApiError(ErrorCode.UNSUPPORTED_VERSION,
+                        "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")
+    try:
+        _network(host)
+    except ValueError as e:
+        return ApiError(ErrorCode.INVALID_REQUEST, f"Invalid CIDR notation '{host}': {e}")
+    return None
+
+
 # authorizer.class.name values that mean this authorizer (Kafka's ZooKeeper and KRaft authorizers)
 AUTHORIZER_CLASS_NAMES = ("kafka.security.authorizer.AclAuthorizer",
                           "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
@@ -140,6 +185,8 @@ class AclAuthorizer:
         self._literal: dict[tuple, tuple[AccessControlEntry, ...]] = {}
         self._prefixed: dict[tuple, tuple[AccessControlEntry, ...]] = {}
         self._prefix_lengths: dict[ResourceType, tuple[int, ...]] = {}
+        # whether the finalized metadata.version has CIDR hosts; the broker ties it to its FeatureCache
+        self.cidr_hosts_supported: Callable[[], bool] = lambda: True
         if store is not None:
             self._install({p: frozenset(a) for p, a in store.load().items() if a})
 
@@ -191,13 +238,13 @@ class AclAuthorizer:
         for group in groups:
             for ace in group:
                 if (ace.permission_type is DENY and (ace.operation is operation or ace.operation is ALL)
-                        and ace.principal in principals and ace.host in hosts):
+                        and ace.principal in principals and host_applies(ace.host, hosts)):
                     return False
         allowed_by = IMPLIED_BY.get(operation) or (operation,)
         for group in groups:
             for ace in group:
                 if (ace.permission_type is ALLOW and (ace.operation in allowed_by or ace.operation is ALL)
-                        and ace.principal in principals and ace.host in hosts):
+                        and ace.principal in principals and host_applies(ace.host, hosts)):
                     return True
         return False
 
@@ -235,7 +282,8 @@ class AclAuthorizer:
         def names(permission: AclPermissionType, pattern_type: PatternType) -> set[str]:
             return {p.name for p, aces in self._acls.items()
                     if p.resource_type is resource_type and p.pattern_type is pattern_type
-                    and any(a.permission_type is permission and a.principal in principals and a.host in hosts
+                    and any(a.permission_type is permission and a.principal in principals
+                            and host_applies(a.host, hosts)
                             and (a.operation is operation or a.operation is ALL) for a in aces)}
 
         deny_literals = names(DENY, PatternType.LITERAL)
@@ -279,6 +327,7 @@ class AclAuthorizer:
         """Add bindings (adding one that exists is a success); one result per binding, None = created."""
         bindings = list(bindings)
         results: list[ApiError | None] = [None] * len(bindings)
+        cidr_supported = self.cidr_hosts_supported()
         with self._lock:
             changes: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
             index: dict[ResourcePattern, list[int]] = {}
@@ -287,6 +336,10 @@ class AclAuthorizer:
                 problem = validate_new_binding(binding)
                 if problem is not None:
                     results[i] = ApiError(ErrorCode.INVALID_REQUEST, problem)
+                    continue
+                refused = validate_host(binding.entry.host, cidr_supported)
+                if refused is not None:
+                    results[i] = refused
                     continue
                 pattern = binding.pattern
                 current = changes.get(pattern, self._acls.get(pattern, frozenset()))

@@ -53,7 +53,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.frames import CONTROLLED_SHUTDOWN
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from ..sanitizer import desanitize
-from ..security.authorizer import configured_authorizer
+from ..security.authorizer import CIDR_ACL_METADATA_VERSION, configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
@@ -89,6 +89,7 @@ from .dynamic_broker_config import CONNECTION_CONFIGS, DynamicBrokerConfig, topi
 from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
 from .features import (
+    METADATA_VERSION,
     SHARE_VERSION,
     SUPPORTED,
     TRANSACTION_VERSION,
@@ -641,6 +642,9 @@ class Broker:
         try:
             self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
                                                     self.security_stores.acls)
+            if hasattr(self.authorizer, "cidr_hosts_supported"):
+                self.authorizer.cidr_hosts_supported = lambda: self.features.finalized_level(
+                    METADATA_VERSION) >= CIDR_ACL_METADATA_VERSION
             if self.token_manager is None:
                 zk = self.zk_client or (self._stores_zk_client() if cfg["zookeeper.connect"] else None)
                 store = ZkTokenStore(zk) if zk is not None else LocalTokenStore(self.log_dirs[0])
@@ -678,7 +682,7 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         quotas = ControllerMutationQuotaManager(self.quotas.controller_mutation)
         handlers = [
-            ApiVersionsApi(advertised_api_versions(cfg), self.features),
+            ApiVersionsApi(advertised_api_versions(cfg), self.features, lambda: (self.cluster_id, self.broker_id)),
             ProduceApi(rm, cache, self.quotas, auth, self.add_partitions_to_txn.verify,
                        cfg["transaction.partition.verification.enable"]),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth, self.fetch_sessions),

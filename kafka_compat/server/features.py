@@ -6,7 +6,7 @@ only up to what kafka-compat builds:
 
 | feature               | supported | default for a new cluster | Kafka 4.4 supports (default) |
 | --------------------- | --------- | ------------------------- | ---------------------------- |
-| `metadata.version`    | 7–30      | 30 (4.3-IV0)              | 7–33 (33)                    |
+| `metadata.version`    | 7–33      | 33 (4.4-IV2)              | 7–33 (33)                    |
 | `transaction.version` | 0–2       | 2                         | 0–2 (2)                      |
 | `group.version`       | 0–1       | 1                         | 0–1 (1)                      |
 | `share.version`       | 0–1       | 1                         | 0–2 (2)                      |
@@ -44,7 +44,10 @@ SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
 
 # MetadataVersion: level -> (release, did the metadata change at this level). Kafka 4's minimum is
-# 3.3-IV3 (7); our schemas are Kafka 4.3's, whose level is 4.3-IV0 (30).
+# 3.3-IV3 (7); our schemas are Kafka 4.4's, whose level is 4.4-IV2 (33). Of Kafka 4.4's levels, 4.4-IV0 (31)
+# changes no metadata (it bootstraps share.version 2, which stays capped below); 4.4-IV1 (32) lets ACL hosts be
+# CIDR networks (security/authorizer.py); 4.4-IV2 (33) gates KRaft's controller unregistration
+# (UnregisterController), which has no counterpart without KRaft controllers, as 3.7-IV0's registration.
 METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
     7: ("3.3-IV3", True), 8: ("3.4-IV0", True), 9: ("3.5-IV0", False), 10: ("3.5-IV1", False),
     11: ("3.5-IV2", True), 12: ("3.6-IV0", False), 13: ("3.6-IV1", True), 14: ("3.6-IV2", True),
@@ -52,6 +55,7 @@ METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
     19: ("3.7-IV4", False), 20: ("3.8-IV0", False), 21: ("3.9-IV0", False), 22: ("4.0-IV0", False),
     23: ("4.0-IV1", True), 24: ("4.0-IV2", False), 25: ("4.0-IV3", False), 26: ("4.1-IV0", False),
     27: ("4.1-IV1", False), 28: ("4.2-IV0", False), 29: ("4.2-IV1", False), 30: ("4.3-IV0", True),
+    31: ("4.4-IV0", False), 32: ("4.4-IV1", True), 33: ("4.4-IV2", True),
 }
 MINIMUM_METADATA_VERSION = min(METADATA_VERSIONS)
 LATEST_METADATA_VERSION = max(METADATA_VERSIONS)

@@ -203,14 +203,16 @@ class GroupsApi:
                 partition_index=index, error_code=errors[(name, index)]))
         return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-    @handles(28, 0, 5)      # v5: transactions v2, the group is added to the transaction implicitly
+    @handles(28, 0, 6)      # v5: transactions v2, the group is added implicitly; v6: topic ids (KIP-1319)
     def handle_txn_offset_commit(self, request):
         """WRITE on the transactional id and READ on the group fail the whole request; READ on each topic
-        fails its partitions."""
+        fails its partitions. From v6 topics are named by id, and an unknown id is UNKNOWN_TOPIC_ID."""
         req = request.body
+        v = request.api_version
         now = self.group_coordinator.clock()
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        errors: dict[tuple[str, int], int] = {}
+        errors: dict[tuple, int] = {}       # by _txn_key
+        keys: dict[tuple[str, int], tuple] = {}       # (name, partition) -> its _txn_key
         auth = self.auth
         if not auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
             denied = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -218,18 +220,21 @@ class GroupsApi:
             denied = E.GROUP_AUTHORIZATION_FAILED
         else:
             denied = E.NONE
-        readable = auth.filter_authorized(request, READ, TOPIC, (t.name for t in req.topics))
-        for t in req.topics:
-            topic = self.metadata_cache.get(t.name)
+        names = [self._topic_name(t.name, t.topic_id, v, 6) for t in req.topics]
+        readable = auth.filter_authorized(request, READ, TOPIC, (n for n, error in names if n is not None))
+        for t, (name, unknown) in zip(req.topics, names):
+            topic = self.metadata_cache.get(name) if name is not None else None
             for p in t.partitions:
-                if denied or t.name not in readable:
-                    errors[(t.name, p.partition_index)] = denied or E.TOPIC_AUTHORIZATION_FAILED
+                key = _txn_key(t, p, v)
+                if denied or (name is not None and name not in readable):
+                    errors[key] = denied or E.TOPIC_AUTHORIZATION_FAILED
                     continue
                 if topic is None or not 0 <= p.partition_index < topic.partitions:
-                    errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    errors[key] = E.UNKNOWN_TOPIC_ID if unknown == E.UNKNOWN_TOPIC_ID else E.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
+                offsets[(name, p.partition_index)] = OffsetAndMetadata(
                     p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
+                keys[(name, p.partition_index)] = key
         if not offsets:
             return self._txn_commit_response(request, errors)
         verified = None
@@ -241,10 +246,10 @@ class GroupsApi:
             if not inspect.isawaitable(verified):
                 error = self._verify_error(request.api_version, verified[offsets_partition])
                 if error:
-                    errors.update(dict.fromkeys(offsets, error))
+                    errors.update(dict.fromkeys(keys.values(), error))
                     return self._txn_commit_response(request, errors)
                 verified = None
-        return self._txn_commit_later(request, errors, offsets, verified)
+        return self._txn_commit_later(request, errors, offsets, keys, verified)
 
     @staticmethod
     def _verify_error(version: int, error: int) -> int:
@@ -256,31 +261,34 @@ class GroupsApi:
             return E.INVALID_PRODUCER_EPOCH
         return E.COORDINATOR_NOT_AVAILABLE if error == E.NOT_ENOUGH_REPLICAS else error
 
-    async def _txn_commit_later(self, request, errors, offsets, verified=None):
+    async def _txn_commit_later(self, request, errors, offsets, keys, verified=None):
         req = request.body
         if verified is not None:        # the transaction coordinator is on another broker
             error = self._verify_error(request.api_version, next(iter((await verified).values())))
             if error:
-                errors.update(dict.fromkeys(offsets, error))
+                errors.update(dict.fromkeys(keys.values(), error))
                 return self._txn_commit_response(request, errors)
-        errors.update(await _parked(lambda done: self.group_coordinator.handle_txn_commit_offsets(
+        stored = await _parked(lambda done: self.group_coordinator.handle_txn_commit_offsets(
             req.group_id, req.producer_id, req.producer_epoch, req.member_id, req.group_instance_id,
-            req.generation_id, offsets, done)))
+            req.generation_id_or_member_epoch, offsets, done, request.api_version))
+        errors.update((keys[tp], error) for tp, error in stored.items())
         return self._txn_commit_response(request, errors)
 
     @staticmethod
     def _txn_commit_response(request, errors) -> TxnOffsetCommitResponse:
-        old = request.api_version < 2
+        v = request.api_version
+        old = v < 2
         topics = []
         for t in request.body.topics:
             parts = []
             for p in t.partitions:
-                error = errors[(t.name, p.partition_index)]
+                error = errors[_txn_key(t, p, v)]
                 if old and error == E.COORDINATOR_LOAD_IN_PROGRESS:
                     error = E.COORDINATOR_NOT_AVAILABLE     # not known to clients before v2
                 parts.append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
                     partition_index=p.partition_index, error_code=error))
-            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
+            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id,
+                                                                                partitions=parts))
         return TxnOffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
     def _fetch_group(self, request, group_id: str, topics, require_stable: bool, v: int,
@@ -449,7 +457,23 @@ class GroupsApi:
         errors = self.group_coordinator.handle_delete_groups([g for g in names if g in allowed])
         errors.update((g, E.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed)
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
-            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names])
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g],
+                                                      error_message=_delete_group_message(errors[g]))
+            for g in names])
+
+
+# A coordinator that cannot act fails its whole shard, and Kafka's GroupCoordinatorService then gives each
+# group of it the exception's message (DeleteGroups v3's ErrorMessage); a group's own error carries none.
+_SHARD_ERRORS = frozenset({E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS})
+
+
+def _delete_group_message(error: int) -> str | None:
+    return E(error).message if error in _SHARD_ERRORS else None
+
+
+def _txn_key(t, p, version: int) -> tuple:
+    """A TxnOffsetCommit partition's key among the errors: by topic id from v6 (the name is not sent)."""
+    return (t.topic_id if version >= 6 else t.name, p.partition_index)
 
 
 def _partition(cls, index: int, o: OffsetAndMetadata | None, error: int):

@@ -4,15 +4,30 @@ Built when `group.coordinator.rebalance.protocols` names "streams" (the default)
 advertises the two keys; with `streams.version` finalized at 0 (KIP-584) they answer UNSUPPORTED_VERSION,
 as Kafka's KafkaApis does for a feature finalized off. Authorization as Kafka's: READ on the group, and
 DESCRIBE on the source topics (CREATE on the cluster or the internal topics to have them created).
+
+The v1s (Kafka 4.4): the heartbeat answers the acceptable recovery lag as an int64, may report
+MISSING_CLIENT_TAGS, and says whether the broker wants a topology description (KIP-1331); the describe
+names the group's assignor (KIP-1357) and the description's status. KIP-1331's descriptions live in a
+broker plugin (group.streams.topology.description.plugin.class); without one, as here and in Kafka's
+default configuration, none is ever wanted, the describe says NOT_STORED when asked, and
+StreamsGroupTopologyDescriptionUpdate (93) answers what Kafka's GroupCoordinatorService answers then.
 """
 from __future__ import annotations
 
-from ..group.streams.streams_group_protocol import ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS, StreamsHeartbeat
+from ..group.streams.streams_group_protocol import (
+    ACCEPTABLE_RECOVERY_LAG,
+    ACCEPTABLE_RECOVERY_LAG_V1,
+    TASK_OFFSET_INTERVAL_MS,
+    StreamsHeartbeat,
+)
 from ..group.streams.tasks import TasksTuple
 from ..group.streams.topology import topology_from_request
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.streams_group_describe import StreamsGroupDescribeResponse as D
 from ..protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatResponse as H
+from ..protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateResponse as TDU,
+)
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, READ, TOPIC
 from .consumer_groups import FeatureGatedGroupsApi
 from .features import STREAMS_VERSION
@@ -20,6 +35,8 @@ from .groups import _client_host, _parked
 from .registry import handles
 
 E = ErrorCode
+# StreamsGroupDescribe v1's TopologyDescriptionStatus (no plugin here, so never ERROR or AVAILABLE)
+NOT_REQUESTED, NOT_STORED = 0, 1
 
 
 def _tasks_in(items):
@@ -67,12 +84,14 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
                                                         for o in req.task_offsets),
             None if req.task_end_offsets is None else tuple((o.subtopology_id, o.partition, o.offset)
                                                             for o in req.task_end_offsets),
-            req.shutdown_application, request.client_id or "", _client_host(request))
+            req.shutdown_application, request.client_id or "", _client_host(request), request.api_version)
         result = await _parked(lambda done: self.group_coordinator.handle_streams_group_heartbeat(hb, done))
         if result.error:
             return H(error_code=result.error, error_message=result.message, status=[])    # Kafka: [], not null
         resp = H(member_id=result.member_id, member_epoch=result.member_epoch,
-                 heartbeat_interval_ms=result.heartbeat_interval_ms, acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+                 heartbeat_interval_ms=result.heartbeat_interval_ms,
+                 acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG,
+                 acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG_V1,
                  task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
                  status=[H.Status(status_code=c, status_detail=d) for c, d in result.status],
                  endpoint_information_epoch=result.endpoint_information_epoch)
@@ -151,5 +170,20 @@ class StreamsGroupsApi(FeatureGatedGroupsApi):
                 error_code=E.NONE, group_id=group_id, group_state=group.state_string, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch, topology=self._topology(group), members=members,
                 authorized_operations=self.auth.authorized_operations(request, GROUP, group_id)
-                if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED))
+                if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED,
+                topology_description_status=NOT_STORED if req.include_topology_description else NOT_REQUESTED,
+                assignor_name=self.group_coordinator.group_configs.group_config(group_id)["streams.assignor.name"]))
         return D(groups=out)
+
+    @handles(93)
+    def handle_streams_group_topology_description_update(self, request):
+        """KafkaApis' checks (the streams protocol on, READ on the group), then the coordinator's: active, and a
+        topology description plugin to hand the description to, which this broker never has."""
+        if not self._enabled():
+            return TDU(error_code=E.UNSUPPORTED_VERSION, error_message=E.UNSUPPORTED_VERSION.message)
+        if not self.auth.authorize(request, READ, GROUP, request.body.group_id):
+            return TDU(error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=E.GROUP_AUTHORIZATION_FAILED.message)
+        if not self.group_coordinator.active:
+            return TDU(error_code=E.COORDINATOR_NOT_AVAILABLE)
+        return TDU(error_code=E.UNSUPPORTED_VERSION,
+                   error_message="The broker has no streams group topology description plugin configured.")

@@ -157,10 +157,7 @@ class ConsumerGroup(ModernGroup):
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if transactional:
-            # TxnOffsetCommit knows no STALE_MEMBER_EPOCH: any other epoch is an old generation
-            return None if generation_or_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
-        if not member.use_classic_protocol and api_version < 9:
+        if not transactional and not member.use_classic_protocol and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(member, generation_or_epoch)
 

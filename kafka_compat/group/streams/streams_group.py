@@ -230,9 +230,7 @@ class StreamsGroup(ModernGroup):
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if transactional:
-            return None if generation_or_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
-        if api_version < 9:
+        if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(member, generation_or_epoch)
 

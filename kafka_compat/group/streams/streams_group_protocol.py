@@ -33,12 +33,22 @@ from .streams_group import (
     reconcile,
 )
 from .tasks import EMPTY, TasksTuple, minus
-from .topology import ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, configure, validate_topology
+from .topology import (
+    ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
+    SHUTDOWN_APPLICATION,
+    STALE_TOPOLOGY,
+    configure,
+    validate_topology,
+)
 
 log = logging.getLogger(__name__)
 E = ErrorCode
 
-ACCEPTABLE_RECOVERY_LAG = 0         # what Kafka 4.4 answers (this assignor makes no warm-up tasks)
+ACCEPTABLE_RECOVERY_LAG = 0         # v0's AcceptableRecoveryLagLegacy: Kafka 4.4 leaves it at 0
+# v1's AcceptableRecoveryLag: Kafka 4.4's group.streams.acceptable.recovery.lag, an internal config (not
+# described, not settable per group) at its default
+ACCEPTABLE_RECOVERY_LAG_V1 = 10000
 TASK_OFFSET_INTERVAL_MS = 60000
 
 
@@ -62,6 +72,7 @@ class StreamsHeartbeat:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    api_version: int = 0            # v1 clients understand MISSING_CLIENT_TAGS (KAFKA-20744)
 
 
 @dataclass
@@ -270,6 +281,12 @@ class StreamsGroupProtocol:
                                            f"group's {group.topology.epoch}."))
         if group.shutdown_requested:
             status.append((SHUTDOWN_APPLICATION, "An application instance requested a shutdown."))
+        if hb.api_version >= 1:
+            missing = self._missing_client_tags(group.group_id, after)
+            if missing:
+                status.append((MISSING_CLIENT_TAGS, f"Missing required client tags for rack-aware standby "
+                                                    f"assignment: [{', '.join(missing)}]. Configure them via "
+                                                    f"'client.tag.<tagKey>' in your Streams config."))
         changed = hb.member_epoch == 0 or after.assigned != member.assigned or after.member_epoch != hb.member_epoch
         if log.isEnabledFor(logging.DEBUG):
             log.debug("streams heartbeat %s/%s: epoch %d -> %d %s, active %s standby %s%s", group.group_id,
@@ -283,6 +300,14 @@ class StreamsGroupProtocol:
                 any(m.user_endpoint for m in group.members.values()):
             result.partitions_by_endpoint = self._endpoints(group)
         return result
+
+    def _missing_client_tags(self, group_id: str, member: StreamsGroupMember) -> list[str]:
+        """The tags streams.rack.aware.assignment.tags asks for that the member does not report."""
+        wanted = self._group_config(group_id, "streams.rack.aware.assignment.tags") or []
+        if isinstance(wanted, str):
+            wanted = [t.strip() for t in wanted.split(",") if t.strip()]
+        have = {k for k, _ in member.client_tags or ()}
+        return [t for t in wanted if t not in have]
 
     def _assignment_delayed(self, group: StreamsGroup) -> bool:
         """A new group's first assignment waits streams.initial.rebalance.delay.ms for more members to join."""

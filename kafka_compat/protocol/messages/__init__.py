@@ -84,6 +84,8 @@ from .streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDes
 from .describe_share_group_offsets import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 from .alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from .delete_share_group_offsets import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
+from .streams_group_topology_description_update import StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse
+from .unregister_controller import UnregisterControllerRequest, UnregisterControllerResponse
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ APIS = {
     15: ApiInfo(15, 'DescribeGroups', DescribeGroupsRequest, DescribeGroupsResponse, 0, 6, 5, ('broker',), False),
     16: ApiInfo(16, 'ListGroups', ListGroupsRequest, ListGroupsResponse, 0, 5, 3, ('broker',), False),
     17: ApiInfo(17, 'SaslHandshake', SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, None, ('broker', 'controller'), False),
-    18: ApiInfo(18, 'ApiVersions', ApiVersionsRequest, ApiVersionsResponse, 0, 4, 3, ('broker', 'controller'), False),
+    18: ApiInfo(18, 'ApiVersions', ApiVersionsRequest, ApiVersionsResponse, 0, 5, 3, ('broker', 'controller'), False),
     19: ApiInfo(19, 'CreateTopics', CreateTopicsRequest, CreateTopicsResponse, 0, 7, 5, ('broker', 'controller'), False),
     20: ApiInfo(20, 'DeleteTopics', DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, 4, ('broker', 'controller'), False),
     21: ApiInfo(21, 'DeleteRecords', DeleteRecordsRequest, DeleteRecordsResponse, 0, 2, 2, ('broker',), False),
@@ -132,7 +134,7 @@ APIS = {
     25: ApiInfo(25, 'AddOffsetsToTxn', AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4, 3, ('broker',), False),
     26: ApiInfo(26, 'EndTxn', EndTxnRequest, EndTxnResponse, 0, 5, 3, ('broker',), False),
     27: ApiInfo(27, 'WriteTxnMarkers', WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2, 1, ('broker',), False),
-    28: ApiInfo(28, 'TxnOffsetCommit', TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 5, 3, ('broker',), False),
+    28: ApiInfo(28, 'TxnOffsetCommit', TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 6, 3, ('broker',), False),
     29: ApiInfo(29, 'DescribeAcls', DescribeAclsRequest, DescribeAclsResponse, 0, 3, 2, ('broker', 'controller'), False),
     30: ApiInfo(30, 'CreateAcls', CreateAclsRequest, CreateAclsResponse, 0, 3, 2, ('broker', 'controller'), False),
     31: ApiInfo(31, 'DeleteAcls', DeleteAclsRequest, DeleteAclsResponse, 0, 3, 2, ('broker', 'controller'), False),
@@ -146,7 +148,7 @@ APIS = {
     39: ApiInfo(39, 'RenewDelegationToken', RenewDelegationTokenRequest, RenewDelegationTokenResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
     40: ApiInfo(40, 'ExpireDelegationToken', ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
     41: ApiInfo(41, 'DescribeDelegationToken', DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    42: ApiInfo(42, 'DeleteGroups', DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, 2, ('broker',), False),
+    42: ApiInfo(42, 'DeleteGroups', DeleteGroupsRequest, DeleteGroupsResponse, 0, 3, 2, ('broker',), False),
     43: ApiInfo(43, 'ElectLeaders', ElectLeadersRequest, ElectLeadersResponse, 0, 2, 2, ('broker', 'controller'), False),
     44: ApiInfo(44, 'IncrementalAlterConfigs', IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, 1, ('broker', 'controller'), False),
     45: ApiInfo(45, 'AlterPartitionReassignments', AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, 0, 1, 0, ('broker', 'controller'), False),
@@ -181,10 +183,12 @@ APIS = {
     85: ApiInfo(85, 'WriteShareGroupState', WriteShareGroupStateRequest, WriteShareGroupStateResponse, 0, 1, 0, ('broker',), False),
     86: ApiInfo(86, 'DeleteShareGroupState', DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, 0, 0, 0, ('broker',), False),
     87: ApiInfo(87, 'ReadShareGroupStateSummary', ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, 0, 1, 0, ('broker',), False),
-    88: ApiInfo(88, 'StreamsGroupHeartbeat', StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, 0, 0, 0, ('broker',), False),
-    89: ApiInfo(89, 'StreamsGroupDescribe', StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, 0, 0, 0, ('broker',), False),
+    88: ApiInfo(88, 'StreamsGroupHeartbeat', StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, 0, 1, 0, ('broker',), False),
+    89: ApiInfo(89, 'StreamsGroupDescribe', StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, 0, 1, 0, ('broker',), False),
     90: ApiInfo(90, 'DescribeShareGroupOffsets', DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, 0, 1, 0, ('broker',), False),
     91: ApiInfo(91, 'AlterShareGroupOffsets', AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, 0, 0, 0, ('broker',), False),
     92: ApiInfo(92, 'DeleteShareGroupOffsets', DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, 0, 0, 0, ('broker',), False),
+    93: ApiInfo(93, 'StreamsGroupTopologyDescriptionUpdate', StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse, 0, 0, 0, ('broker',), False),
+    94: ApiInfo(94, 'UnregisterController', UnregisterControllerRequest, UnregisterControllerResponse, 0, 0, 0, ('broker', 'controller'), False),
 }
 BY_NAME = {info.name: info for info in APIS.values()}

@@ -33,12 +33,12 @@ _K_int64 = _COMPACT['q']
 _K_float64 = _COMPACT['d']
 _K_bool = _COMPACT['?']
 
-_S_0 = _Struct('>hi')
-_S_1 = _Struct('>hhh')
-_S_2 = _Struct('>i')
-_S_3 = _Struct('>hB')
-_S_4 = _Struct('>hhhB')
-_S_5 = _Struct('>iB')
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>i')
+_S_2 = _Struct('>hi')
+_S_3 = _Struct('>hhh')
+_S_4 = _Struct('>hB')
+_S_5 = _Struct('>hhhB')
 _S_6 = _Struct('>hhB')
 _S_7 = _Struct('>q')
 _S_8 = _Struct('>?')
@@ -47,17 +47,19 @@ _S_10 = _Struct('>hh')
 
 
 class ApiVersionsRequest(KafkaMessage):
-    """ApiVersionsRequest: versions 0-4, flexible 3+."""
-    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tags',)
+    """ApiVersionsRequest: versions 0-5, flexible 3+."""
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id', 'unknown_tags',)
     name = 'ApiVersionsRequest'
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_FROM = 3
 
-    def __init__(self, client_software_name='', client_software_version='', unknown_tags=None):
+    def __init__(self, client_software_name='', client_software_version='', cluster_id=None, node_id=-1, unknown_tags=None):
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self.unknown_tags = unknown_tags
 
 
@@ -68,6 +70,8 @@ def _d_ApiVersionsRequest_0(buf, p):
         o0 = new(ApiVersionsRequest)
         o0.client_software_name = ''
         o0.client_software_version = ''
+        o0.cluster_id = None
+        o0.node_id = -1
         o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 0, p, _reason(e)) from None
@@ -79,6 +83,8 @@ def _d_ApiVersionsRequest_1(buf, p):
         o0 = new(ApiVersionsRequest)
         o0.client_software_name = ''
         o0.client_software_version = ''
+        o0.cluster_id = None
+        o0.node_id = -1
         o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 1, p, _reason(e)) from None
@@ -90,6 +96,8 @@ def _d_ApiVersionsRequest_2(buf, p):
         o0 = new(ApiVersionsRequest)
         o0.client_software_name = ''
         o0.client_software_version = ''
+        o0.cluster_id = None
+        o0.node_id = -1
         o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 2, p, _reason(e)) from None
@@ -99,6 +107,8 @@ def _d_ApiVersionsRequest_3(buf, p):
     end = len(buf)
     try:
         o0 = new(ApiVersionsRequest)
+        o0.cluster_id = None
+        o0.node_id = -1
         k = buf[p]
         if 0 < k < 128:
             q = p + k
@@ -171,6 +181,8 @@ def _d_ApiVersionsRequest_4(buf, p):
     end = len(buf)
     try:
         o0 = new(ApiVersionsRequest)
+        o0.cluster_id = None
+        o0.node_id = -1
         k = buf[p]
         if 0 < k < 128:
             q = p + k
@@ -239,6 +251,102 @@ def _d_ApiVersionsRequest_4(buf, p):
         raise DecodeError('ApiVersionsRequest', 4, p, _reason(e)) from None
     return o0, p
 
+def _d_ApiVersionsRequest_5(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ApiVersionsRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ApiVersionsRequest', 5, p, 'ClientSoftwareName runs past the frame')
+            o0.client_software_name = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 5, p, 'null string in ClientSoftwareName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 5, p, 'ClientSoftwareName runs past the frame')
+                o0.client_software_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ApiVersionsRequest', 5, p, 'ClientSoftwareVersion runs past the frame')
+            o0.client_software_version = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 5, p, 'null string in ClientSoftwareVersion')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 5, p, 'ClientSoftwareVersion runs past the frame')
+                o0.client_software_version = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ApiVersionsRequest', 5, p, 'ClusterId runs past the frame')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 5, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.node_id, k = _S_0.unpack_from(buf, p)
+        p += 4
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ApiVersionsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ApiVersionsRequest', 5, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ApiVersionsRequest', 5, p, _reason(e)) from None
+    return o0, p
+
 def _e_ApiVersionsRequest_0(o, b, h):
     pass
 
@@ -265,8 +373,43 @@ def _e_ApiVersionsRequest_3(o, b, h):
     else:
         b.append(0)
 
-ApiVersionsRequest._DEC = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_1, 2: _d_ApiVersionsRequest_2, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_4}
-ApiVersionsRequest._ENC = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3}
+def _e_ApiVersionsRequest_5(o, b, h):
+    s = o.client_software_name
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.client_software_version
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.cluster_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    b += _S_1.pack(o.node_id)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+ApiVersionsRequest._DEC = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_1, 2: _d_ApiVersionsRequest_2, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_4, 5: _d_ApiVersionsRequest_5}
+ApiVersionsRequest._ENC = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3, 5: _e_ApiVersionsRequest_5}
 
 
 class _ApiVersionsResponse_ApiVersion(KafkaStruct):
@@ -306,12 +449,12 @@ class _ApiVersionsResponse_FinalizedFeatureKey(KafkaStruct):
 
 
 class ApiVersionsResponse(KafkaMessage):
-    """ApiVersionsResponse: versions 0-4, flexible 3+."""
+    """ApiVersionsResponse: versions 0-5, flexible 3+."""
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tags',)
     name = 'ApiVersionsResponse'
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_FROM = 3
 
     def __init__(self, error_code=0, api_keys=DEFAULT, throttle_time_ms=0, supported_features=DEFAULT, finalized_features_epoch=-1, finalized_features=DEFAULT, zk_migration_ready=False, unknown_tags=None):
@@ -338,7 +481,7 @@ def _d_ApiVersionsResponse_0(buf, p):
         o0.finalized_features_epoch = -1
         o0.finalized_features = []
         o0.zk_migration_ready = False
-        o0.error_code, n = _S_0.unpack_from(buf, p)
+        o0.error_code, n = _S_2.unpack_from(buf, p)
         p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 0, p, 'null array in ApiKeys')
@@ -355,7 +498,7 @@ def _d_ApiVersionsResponse_0(buf, p):
                         r0 -= cnt
                         continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
-                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                o1.api_key, o1.min_version, o1.max_version = _S_3.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
@@ -374,7 +517,7 @@ def _d_ApiVersionsResponse_1(buf, p):
         o0.finalized_features_epoch = -1
         o0.finalized_features = []
         o0.zk_migration_ready = False
-        o0.error_code, n = _S_0.unpack_from(buf, p)
+        o0.error_code, n = _S_2.unpack_from(buf, p)
         p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 1, p, 'null array in ApiKeys')
@@ -391,13 +534,13 @@ def _d_ApiVersionsResponse_1(buf, p):
                         r0 -= cnt
                         continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
-                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                o1.api_key, o1.min_version, o1.max_version = _S_3.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
                 r0 -= 1
             o0.api_keys = lst0
-        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
         o0.unknown_tags = None
     except LOW_LEVEL as e:
@@ -412,7 +555,7 @@ def _d_ApiVersionsResponse_2(buf, p):
         o0.finalized_features_epoch = -1
         o0.finalized_features = []
         o0.zk_migration_ready = False
-        o0.error_code, n = _S_0.unpack_from(buf, p)
+        o0.error_code, n = _S_2.unpack_from(buf, p)
         p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 2, p, 'null array in ApiKeys')
@@ -429,13 +572,13 @@ def _d_ApiVersionsResponse_2(buf, p):
                         r0 -= cnt
                         continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
-                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                o1.api_key, o1.min_version, o1.max_version = _S_3.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
                 r0 -= 1
             o0.api_keys = lst0
-        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
         o0.unknown_tags = None
     except LOW_LEVEL as e:
@@ -450,7 +593,7 @@ def _d_ApiVersionsResponse_3(buf, p):
         o0.finalized_features_epoch = -1
         o0.finalized_features = []
         o0.zk_migration_ready = False
-        o0.error_code, k = _S_3.unpack_from(buf, p)
+        o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 2
         if k < 128:
             n = k - 1
@@ -473,7 +616,7 @@ def _d_ApiVersionsResponse_3(buf, p):
                         r0 -= cnt
                         continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
-                o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
+                o1.api_key, o1.min_version, o1.max_version, k = _S_5.unpack_from(buf, p)
                 p += 6
                 if k == 0:
                     p += 1
@@ -498,7 +641,7 @@ def _d_ApiVersionsResponse_3(buf, p):
                 app0(o1)
                 r0 -= 1
             o0.api_keys = lst0
-        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
         p += 4
         if k == 0:
             p += 1
@@ -699,7 +842,7 @@ def _d_ApiVersionsResponse_4(buf, p):
         o0.finalized_features_epoch = -1
         o0.finalized_features = []
         o0.zk_migration_ready = False
-        o0.error_code, k = _S_3.unpack_from(buf, p)
+        o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 2
         if k < 128:
             n = k - 1
@@ -722,7 +865,7 @@ def _d_ApiVersionsResponse_4(buf, p):
                         r0 -= cnt
                         continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
-                o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
+                o1.api_key, o1.min_version, o1.max_version, k = _S_5.unpack_from(buf, p)
                 p += 6
                 if k == 0:
                     p += 1
@@ -747,7 +890,7 @@ def _d_ApiVersionsResponse_4(buf, p):
                 app0(o1)
                 r0 -= 1
             o0.api_keys = lst0
-        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
         p += 4
         if k == 0:
             p += 1
@@ -940,26 +1083,275 @@ def _d_ApiVersionsResponse_4(buf, p):
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
     return o0, p
 
+def _d_ApiVersionsResponse_5(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ApiVersionsResponse)
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, k = _S_4.unpack_from(buf, p)
+        p += 2
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ApiVersionsResponse', 5, p, 'null array in ApiKeys')
+        else:
+            if n > end - p:
+                raise DecodeError('ApiVersionsResponse', 5, p, 'array ApiKeys longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_5(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ApiVersionsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ApiVersionsResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+                r0 -= 1
+            o0.api_keys = lst0
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
+        p += 4
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ApiVersionsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ApiVersionsResponse', 5, p, 'tagged field runs past the frame')
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 5, p, 'null array in SupportedFeatures')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ApiVersionsResponse', 5, p, 'array SupportedFeatures longer than the frame')
+                            lst0 = []
+                            app0 = lst0.append
+                            for _ in range(n):
+                                o1 = new(_ApiVersionsResponse_SupportedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 5, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 5, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 5, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.min_version, o1.max_version, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 5, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 5, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.supported_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.supported_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.finalized_features_epoch, = _S_7.unpack_from(buf, p)
+                        p += 8
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features_epoch != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 2:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 5, p, 'null array in FinalizedFeatures')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ApiVersionsResponse', 5, p, 'array FinalizedFeatures longer than the frame')
+                            lst0 = []
+                            app0 = lst0.append
+                            for _ in range(n):
+                                o1 = new(_ApiVersionsResponse_FinalizedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 5, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 5, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 5, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.max_version_level, o1.min_version_level, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 5, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 5, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.finalized_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 3:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.zk_migration_ready, = _S_8.unpack_from(buf, p)
+                        p += 1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.zk_migration_ready != False):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    else:
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ApiVersionsResponse', 5, p, _reason(e)) from None
+    return o0, p
+
 def _e_ApiVersionsResponse_ApiVersion_0(o, b, h):
-    b += _S_1.pack(o.api_key, o.min_version, o.max_version)
+    b += _S_3.pack(o.api_key, o.min_version, o.max_version)
 
 def _e_ApiVersionsResponse_0(o, b, h):
     b += _S_9.pack(o.error_code)
     lst = o.api_keys
-    b += _S_2.pack(len(lst))
+    b += _S_1.pack(len(lst))
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_0(e, b, h)
 
 def _e_ApiVersionsResponse_1(o, b, h):
     b += _S_9.pack(o.error_code)
     lst = o.api_keys
-    b += _S_2.pack(len(lst))
+    b += _S_1.pack(len(lst))
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_0(e, b, h)
-    b += _S_2.pack(o.throttle_time_ms)
+    b += _S_1.pack(o.throttle_time_ms)
 
 def _e_ApiVersionsResponse_ApiVersion_3(o, b, h):
-    b += _S_1.pack(o.api_key, o.min_version, o.max_version)
+    b += _S_3.pack(o.api_key, o.min_version, o.max_version)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1008,7 +1400,7 @@ def _e_ApiVersionsResponse_3(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_3(e, b, h)
-    b += _S_2.pack(o.throttle_time_ms)
+    b += _S_1.pack(o.throttle_time_ms)
     u = o.unknown_tags
     tg = []
     x = o.supported_features
@@ -1060,5 +1452,7 @@ _L_ApiVersionsResponse_ApiVersion_3 = _ElementLayout(_ApiVersionsResponse_ApiVer
 
 _L_ApiVersionsResponse_ApiVersion_4 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, True, globals())
 
-ApiVersionsResponse._DEC = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_2, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_4}
-ApiVersionsResponse._ENC = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3}
+_L_ApiVersionsResponse_ApiVersion_5 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, True, globals())
+
+ApiVersionsResponse._DEC = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_2, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_4, 5: _d_ApiVersionsResponse_5}
+ApiVersionsResponse._ENC = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3, 5: _e_ApiVersionsResponse_3}

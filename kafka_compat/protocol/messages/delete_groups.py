@@ -40,12 +40,12 @@ _S_4 = _Struct('>hB')
 
 
 class DeleteGroupsRequest(KafkaMessage):
-    """DeleteGroupsRequest: versions 0-2, flexible 2+."""
+    """DeleteGroupsRequest: versions 0-3, flexible 2+."""
     __slots__ = ('groups_names', 'unknown_tags',)
     name = 'DeleteGroupsRequest'
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_FROM = 2
 
     def __init__(self, groups_names=DEFAULT, unknown_tags=None):
@@ -182,6 +182,72 @@ def _d_DeleteGroupsRequest_2(buf, p):
         raise DecodeError('DeleteGroupsRequest', 2, p, _reason(e)) from None
     return o0, p
 
+def _d_DeleteGroupsRequest_3(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(DeleteGroupsRequest)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('DeleteGroupsRequest', 3, p, 'null array in GroupsNames')
+        else:
+            if n > end - p:
+                raise DecodeError('DeleteGroupsRequest', 3, p, 'array GroupsNames longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteGroupsRequest', 3, p, 'GroupsNames runs past the frame')
+                    e0 = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteGroupsRequest', 3, p, 'null string in GroupsNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteGroupsRequest', 3, p, 'GroupsNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.groups_names = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('DeleteGroupsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('DeleteGroupsRequest', 3, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('DeleteGroupsRequest', 3, p, _reason(e)) from None
+    return o0, p
+
 def _e_DeleteGroupsRequest_0(o, b, h):
     lst = o.groups_names
     b += _S_0.pack(len(lst))
@@ -213,28 +279,29 @@ def _e_DeleteGroupsRequest_2(o, b, h):
     else:
         b.append(0)
 
-DeleteGroupsRequest._DEC = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_1, 2: _d_DeleteGroupsRequest_2}
-DeleteGroupsRequest._ENC = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2}
+DeleteGroupsRequest._DEC = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_1, 2: _d_DeleteGroupsRequest_2, 3: _d_DeleteGroupsRequest_3}
+DeleteGroupsRequest._ENC = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2, 3: _e_DeleteGroupsRequest_2}
 
 
 class _DeleteGroupsResponse_DeletableGroupResult(KafkaStruct):
     """DeletableGroupResult, inside DeleteGroupsResponse."""
-    __slots__ = ('group_id', 'error_code', 'unknown_tags',)
+    __slots__ = ('group_id', 'error_code', 'error_message', 'unknown_tags',)
     __qualname__ = 'DeleteGroupsResponse.DeletableGroupResult'
 
-    def __init__(self, group_id='', error_code=0, unknown_tags=None):
+    def __init__(self, group_id='', error_code=0, error_message=None, unknown_tags=None):
         self.group_id = group_id
         self.error_code = error_code
+        self.error_message = error_message
         self.unknown_tags = unknown_tags
 
 
 class DeleteGroupsResponse(KafkaMessage):
-    """DeleteGroupsResponse: versions 0-2, flexible 2+."""
+    """DeleteGroupsResponse: versions 0-3, flexible 2+."""
     __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
     name = 'DeleteGroupsResponse'
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_FROM = 2
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, unknown_tags=None):
@@ -260,6 +327,7 @@ def _d_DeleteGroupsResponse_0(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                o1.error_message = None
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -295,6 +363,7 @@ def _d_DeleteGroupsResponse_1(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                o1.error_message = None
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -336,6 +405,7 @@ def _d_DeleteGroupsResponse_2(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                o1.error_message = None
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -406,6 +476,118 @@ def _d_DeleteGroupsResponse_2(buf, p):
         raise DecodeError('DeleteGroupsResponse', 2, p, _reason(e)) from None
     return o0, p
 
+def _d_DeleteGroupsResponse_3(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(DeleteGroupsResponse)
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
+        p += 4
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('DeleteGroupsResponse', 3, p, 'null array in Results')
+        else:
+            if n > end - p:
+                raise DecodeError('DeleteGroupsResponse', 3, p, 'array Results longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteGroupsResponse', 3, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteGroupsResponse', 3, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteGroupsResponse', 3, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_4.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteGroupsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteGroupsResponse', 3, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteGroupsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteGroupsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('DeleteGroupsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('DeleteGroupsResponse', 3, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('DeleteGroupsResponse', 3, p, _reason(e)) from None
+    return o0, p
+
 def _e_DeleteGroupsResponse_DeletableGroupResult_0(o, b, h):
     s = o.group_id
     s = s.encode()
@@ -452,5 +634,48 @@ def _e_DeleteGroupsResponse_2(o, b, h):
     else:
         b.append(0)
 
-DeleteGroupsResponse._DEC = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_1, 2: _d_DeleteGroupsResponse_2}
-DeleteGroupsResponse._ENC = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2}
+def _e_DeleteGroupsResponse_DeletableGroupResult_3(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_1.pack(o.error_code)
+    s = o.error_message
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_DeleteGroupsResponse_3(o, b, h):
+    b += _S_0.pack(o.throttle_time_ms)
+    lst = o.results
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_DeleteGroupsResponse_DeletableGroupResult_3(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+DeleteGroupsResponse._DEC = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_1, 2: _d_DeleteGroupsResponse_2, 3: _d_DeleteGroupsResponse_3}
+DeleteGroupsResponse._ENC = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2, 3: _e_DeleteGroupsResponse_3}

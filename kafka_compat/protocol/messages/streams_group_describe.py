@@ -33,33 +33,37 @@ _K_float64 = _COMPACT['d']
 _K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>?B')
-_S_1 = _Struct('>?')
-_S_2 = _Struct('>iB')
-_S_3 = _Struct('>hB')
-_S_4 = _Struct('>ii')
-_S_5 = _Struct('>b')
-_S_6 = _Struct('>ihB')
-_S_7 = _Struct('>HB')
-_S_8 = _Struct('>iqB')
-_S_9 = _Struct('>i')
-_S_10 = _Struct('>h')
-_S_11 = _Struct('>ih')
-_S_12 = _Struct('>H')
-_S_13 = _Struct('>iq')
+_S_1 = _Struct('>??B')
+_S_2 = _Struct('>?')
+_S_3 = _Struct('>??')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>hB')
+_S_6 = _Struct('>ii')
+_S_7 = _Struct('>b')
+_S_8 = _Struct('>ihB')
+_S_9 = _Struct('>HB')
+_S_10 = _Struct('>iqB')
+_S_11 = _Struct('>i')
+_S_12 = _Struct('>bB')
+_S_13 = _Struct('>h')
+_S_14 = _Struct('>ih')
+_S_15 = _Struct('>H')
+_S_16 = _Struct('>iq')
 
 
 class StreamsGroupDescribeRequest(KafkaMessage):
-    """StreamsGroupDescribeRequest: versions 0, flexible 0+."""
-    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tags',)
+    """StreamsGroupDescribeRequest: versions 0-1, flexible 0+."""
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description', 'unknown_tags',)
     name = 'StreamsGroupDescribeRequest'
     API_KEY = 89
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_FROM = 0
 
-    def __init__(self, group_ids=DEFAULT, include_authorized_operations=False, unknown_tags=None):
+    def __init__(self, group_ids=DEFAULT, include_authorized_operations=False, include_topology_description=False, unknown_tags=None):
         self.group_ids = [] if group_ids is DEFAULT else group_ids
         self.include_authorized_operations = include_authorized_operations
+        self.include_topology_description = include_topology_description
         self.unknown_tags = unknown_tags
 
 
@@ -68,6 +72,7 @@ def _d_StreamsGroupDescribeRequest_0(buf, p):
     end = len(buf)
     try:
         o0 = new(StreamsGroupDescribeRequest)
+        o0.include_topology_description = False
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -132,6 +137,74 @@ def _d_StreamsGroupDescribeRequest_0(buf, p):
         raise DecodeError('StreamsGroupDescribeRequest', 0, p, _reason(e)) from None
     return o0, p
 
+def _d_StreamsGroupDescribeRequest_1(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupDescribeRequest)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'null array in GroupIds')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'array GroupIds longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'GroupIds runs past the frame')
+                    e0 = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'null string in GroupIds')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'GroupIds runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.group_ids = lst0
+        o0.include_authorized_operations, o0.include_topology_description, k = _S_1.unpack_from(buf, p)
+        p += 2
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupDescribeRequest', 1, p, _reason(e)) from None
+    return o0, p
+
 def _e_StreamsGroupDescribeRequest_0(o, b, h):
     lst = o.group_ids
     n = len(lst) + 1
@@ -148,15 +221,38 @@ def _e_StreamsGroupDescribeRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.include_authorized_operations)
+    b += _S_2.pack(o.include_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
     else:
         b.append(0)
 
-StreamsGroupDescribeRequest._DEC = {0: _d_StreamsGroupDescribeRequest_0}
-StreamsGroupDescribeRequest._ENC = {0: _e_StreamsGroupDescribeRequest_0}
+def _e_StreamsGroupDescribeRequest_1(o, b, h):
+    lst = o.group_ids
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    b += _S_3.pack(o.include_authorized_operations, o.include_topology_description)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupDescribeRequest._DEC = {0: _d_StreamsGroupDescribeRequest_0, 1: _d_StreamsGroupDescribeRequest_1}
+StreamsGroupDescribeRequest._ENC = {0: _e_StreamsGroupDescribeRequest_0, 1: _e_StreamsGroupDescribeRequest_1}
 
 
 class _StreamsGroupDescribeResponse_Subtopology(KafkaStruct):
@@ -210,10 +306,10 @@ class _StreamsGroupDescribeResponse_Member(KafkaStruct):
 
 class _StreamsGroupDescribeResponse_DescribedGroup(KafkaStruct):
     """DescribedGroup, inside StreamsGroupDescribeResponse."""
-    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'unknown_tags',)
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name', 'unknown_tags',)
     __qualname__ = 'StreamsGroupDescribeResponse.DescribedGroup'
 
-    def __init__(self, error_code=0, error_message=None, group_id='', group_state='', group_epoch=0, assignment_epoch=0, topology=None, members=DEFAULT, authorized_operations=-2147483648, unknown_tags=None):
+    def __init__(self, error_code=0, error_message=None, group_id='', group_state='', group_epoch=0, assignment_epoch=0, topology=None, members=DEFAULT, authorized_operations=-2147483648, topology_description=None, topology_description_status=0, assignor_name=None, unknown_tags=None):
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -223,6 +319,9 @@ class _StreamsGroupDescribeResponse_DescribedGroup(KafkaStruct):
         self.topology = topology
         self.members = [] if members is DEFAULT else members
         self.authorized_operations = authorized_operations
+        self.topology_description = topology_description
+        self.topology_description_status = topology_description_status
+        self.assignor_name = assignor_name
         self.unknown_tags = unknown_tags
 
 
@@ -308,13 +407,61 @@ class _StreamsGroupDescribeResponse_TopicInfo(KafkaStruct):
         self.unknown_tags = unknown_tags
 
 
+class _StreamsGroupDescribeResponse_TopologyDescription(KafkaStruct):
+    """TopologyDescription, inside StreamsGroupDescribeResponse."""
+    __slots__ = ('subtopologies', 'global_stores', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupDescribeResponse.TopologyDescription'
+
+    def __init__(self, subtopologies=DEFAULT, global_stores=DEFAULT, unknown_tags=None):
+        self.subtopologies = [] if subtopologies is DEFAULT else subtopologies
+        self.global_stores = [] if global_stores is DEFAULT else global_stores
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology(KafkaStruct):
+    """TopologyDescriptionSubtopology, inside StreamsGroupDescribeResponse."""
+    __slots__ = ('subtopology_id', 'nodes', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionSubtopology'
+
+    def __init__(self, subtopology_id='', nodes=DEFAULT, unknown_tags=None):
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is DEFAULT else nodes
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionNode(KafkaStruct):
+    """TopologyDescriptionNode, inside StreamsGroupDescribeResponse."""
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionNode'
+
+    def __init__(self, name='', node_type=0, source_topics=DEFAULT, sink_topic=None, stores=DEFAULT, successors=DEFAULT, unknown_tags=None):
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is DEFAULT else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is DEFAULT else stores
+        self.successors = [] if successors is DEFAULT else successors
+        self.unknown_tags = unknown_tags
+
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(KafkaStruct):
+    """TopologyDescriptionGlobalStore, inside StreamsGroupDescribeResponse."""
+    __slots__ = ('source', 'processor', 'unknown_tags',)
+    __qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore'
+
+    def __init__(self, source=DEFAULT, processor=DEFAULT, unknown_tags=None):
+        self.source = _StreamsGroupDescribeResponse_TopologyDescriptionNode() if source is DEFAULT else source
+        self.processor = _StreamsGroupDescribeResponse_TopologyDescriptionNode() if processor is DEFAULT else processor
+        self.unknown_tags = unknown_tags
+
+
 class StreamsGroupDescribeResponse(KafkaMessage):
-    """StreamsGroupDescribeResponse: versions 0, flexible 0+."""
+    """StreamsGroupDescribeResponse: versions 0-1, flexible 0+."""
     __slots__ = ('throttle_time_ms', 'groups', 'unknown_tags',)
     name = 'StreamsGroupDescribeResponse'
     API_KEY = 89
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_FROM = 0
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, unknown_tags=None):
@@ -334,12 +481,16 @@ StreamsGroupDescribeResponse.Assignment = _StreamsGroupDescribeResponse_Assignme
 StreamsGroupDescribeResponse.TaskIds = _StreamsGroupDescribeResponse_TaskIds
 StreamsGroupDescribeResponse.KeyValue = _StreamsGroupDescribeResponse_KeyValue
 StreamsGroupDescribeResponse.TopicInfo = _StreamsGroupDescribeResponse_TopicInfo
+StreamsGroupDescribeResponse.TopologyDescription = _StreamsGroupDescribeResponse_TopologyDescription
+StreamsGroupDescribeResponse.TopologyDescriptionSubtopology = _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology
+StreamsGroupDescribeResponse.TopologyDescriptionNode = _StreamsGroupDescribeResponse_TopologyDescriptionNode
+StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore = _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore
 
 def _d_StreamsGroupDescribeResponse_0(buf, p):
     end = len(buf)
     try:
         o0 = new(StreamsGroupDescribeResponse)
-        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
         if k < 128:
             n = k - 1
@@ -356,7 +507,10 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_StreamsGroupDescribeResponse_DescribedGroup)
-                o1.error_code, k = _S_3.unpack_from(buf, p)
+                o1.topology_description = None
+                o1.topology_description_status = 0
+                o1.assignor_name = None
+                o1.error_code, k = _S_5.unpack_from(buf, p)
                 p += 2
                 if 0 < k < 128:
                     q = p + k
@@ -423,15 +577,15 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
                         o1.group_state = str(buf[p:q], 'utf-8')
                         p = q
-                o1.group_epoch, o1.assignment_epoch = _S_4.unpack_from(buf, p)
+                o1.group_epoch, o1.assignment_epoch = _S_6.unpack_from(buf, p)
                 p += 8
-                if _S_5.unpack_from(buf, p)[0] < 0:
+                if _S_7.unpack_from(buf, p)[0] < 0:
                     p += 1
                     o1.topology = None
                 else:
                     p += 1
                     o2 = new(_StreamsGroupDescribeResponse_Topology)
-                    o2.epoch, k = _S_2.unpack_from(buf, p)
+                    o2.epoch, k = _S_4.unpack_from(buf, p)
                     p += 4
                     if k < 128:
                         n = k - 1
@@ -583,7 +737,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
                                             o4.name = str(buf[p:q], 'utf-8')
                                             p = q
-                                    o4.partitions, o4.replication_factor, k = _S_6.unpack_from(buf, p)
+                                    o4.partitions, o4.replication_factor, k = _S_8.unpack_from(buf, p)
                                     p += 6
                                     if k < 128:
                                         n = k - 1
@@ -725,7 +879,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
                                             o4.name = str(buf[p:q], 'utf-8')
                                             p = q
-                                    o4.partitions, o4.replication_factor, k = _S_6.unpack_from(buf, p)
+                                    o4.partitions, o4.replication_factor, k = _S_8.unpack_from(buf, p)
                                     p += 6
                                     if k < 128:
                                         n = k - 1
@@ -910,7 +1064,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
                                 o2.member_id = str(buf[p:q], 'utf-8')
                                 p = q
-                        o2.member_epoch, k = _S_2.unpack_from(buf, p)
+                        o2.member_epoch, k = _S_4.unpack_from(buf, p)
                         p += 4
                         if 0 < k < 128:
                             q = p + k
@@ -999,7 +1153,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
                                 o2.client_host = str(buf[p:q], 'utf-8')
                                 p = q
-                        o2.topology_epoch, k = _S_2.unpack_from(buf, p)
+                        o2.topology_epoch, k = _S_4.unpack_from(buf, p)
                         p += 4
                         if 0 < k < 128:
                             q = p + k
@@ -1022,7 +1176,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ProcessId runs past the frame')
                                 o2.process_id = str(buf[p:q], 'utf-8')
                                 p = q
-                        if _S_5.unpack_from(buf, p)[0] < 0:
+                        if _S_7.unpack_from(buf, p)[0] < 0:
                             p += 1
                             o2.user_endpoint = None
                         else:
@@ -1050,7 +1204,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                         raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Host runs past the frame')
                                     o3.host = str(buf[p:q], 'utf-8')
                                     p = q
-                            o3.port, k = _S_7.unpack_from(buf, p)
+                            o3.port, k = _S_9.unpack_from(buf, p)
                             p += 2
                             if k == 0:
                                 p += 1
@@ -1191,7 +1345,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
                                         o3.subtopology_id = str(buf[p:q], 'utf-8')
                                         p = q
-                                o3.partition, o3.offset, k = _S_8.unpack_from(buf, p)
+                                o3.partition, o3.offset, k = _S_10.unpack_from(buf, p)
                                 p += 12
                                 if k == 0:
                                     p += 1
@@ -1252,7 +1406,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                                             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
                                         o3.subtopology_id = str(buf[p:q], 'utf-8')
                                         p = q
-                                o3.partition, o3.offset, k = _S_8.unpack_from(buf, p)
+                                o3.partition, o3.offset, k = _S_10.unpack_from(buf, p)
                                 p += 12
                                 if k == 0:
                                     p += 1
@@ -1824,7 +1978,7 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                             o2.unknown_tags = u2
                         app1(o2)
                     o1.members = lst1
-                o1.authorized_operations, k = _S_2.unpack_from(buf, p)
+                o1.authorized_operations, k = _S_4.unpack_from(buf, p)
                 p += 4
                 if k == 0:
                     p += 1
@@ -1872,6 +2026,2250 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o0, p
 
+def _d_StreamsGroupDescribeResponse_1(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupDescribeResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
+        p += 4
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Groups')
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Groups longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupDescribeResponse_DescribedGroup)
+                o1.error_code, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.group_epoch, o1.assignment_epoch = _S_6.unpack_from(buf, p)
+                p += 8
+                if _S_7.unpack_from(buf, p)[0] < 0:
+                    p += 1
+                    o1.topology = None
+                else:
+                    p += 1
+                    o2 = new(_StreamsGroupDescribeResponse_Topology)
+                    o2.epoch, k = _S_4.unpack_from(buf, p)
+                    p += 4
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o2.subtopologies = None
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Subtopologies longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupDescribeResponse_Subtopology)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                    p = q
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in SourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array SourceTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                        e3 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SourceTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                            e3 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app3(e3)
+                                o3.source_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in RepartitionSinkTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array RepartitionSinkTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'RepartitionSinkTopics runs past the frame')
+                                        e3 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in RepartitionSinkTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'RepartitionSinkTopics runs past the frame')
+                                            e3 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app3(e3)
+                                o3.repartition_sink_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in StateChangelogTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array StateChangelogTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupDescribeResponse_TopicInfo)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                        o4.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                            o4.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    o4.partitions, o4.replication_factor, k = _S_8.unpack_from(buf, p)
+                                    p += 6
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in TopicConfigs')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array TopicConfigs longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            o5 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                                o5.key = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Key')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                                    o5.key = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                                o5.value = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Value')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                                    o5.value = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            if buf[p] == 0:
+                                                p += 1
+                                                o5.unknown_tags = None
+                                            else:
+                                                n, p = read_uvarint(buf, p)
+                                                u5 = None
+                                                if n:
+                                                    if n > end - p:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                                    for _ in range(n):
+                                                        t5, p = read_uvarint(buf, p)
+                                                        s, p = read_uvarint(buf, p)
+                                                        q5 = p + s
+                                                        if q5 > end:
+                                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                                        if u5 is None:
+                                                            u5 = []
+                                                        u5.append((t5, bytes(buf[p:q5])))
+                                                        p = q5
+                                                o5.unknown_tags = u5
+                                            app4(o5)
+                                        o4.topic_configs = lst4
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.state_changelog_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in RepartitionSourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array RepartitionSourceTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupDescribeResponse_TopicInfo)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                        o4.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                            o4.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    o4.partitions, o4.replication_factor, k = _S_8.unpack_from(buf, p)
+                                    p += 6
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in TopicConfigs')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array TopicConfigs longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            o5 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                                o5.key = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Key')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                                    o5.key = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                                o5.value = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Value')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                                    o5.value = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            if buf[p] == 0:
+                                                p += 1
+                                                o5.unknown_tags = None
+                                            else:
+                                                n, p = read_uvarint(buf, p)
+                                                u5 = None
+                                                if n:
+                                                    if n > end - p:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                                    for _ in range(n):
+                                                        t5, p = read_uvarint(buf, p)
+                                                        s, p = read_uvarint(buf, p)
+                                                        q5 = p + s
+                                                        if q5 > end:
+                                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                                        if u5 is None:
+                                                            u5 = []
+                                                        u5.append((t5, bytes(buf[p:q5])))
+                                                        p = q5
+                                                o5.unknown_tags = u5
+                                            app4(o5)
+                                        o4.topic_configs = lst4
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.repartition_source_topics = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.subtopologies = lst2
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    o1.topology = o2
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupDescribeResponse_Member)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.member_epoch, k = _S_4.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
+                            o2.instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
+                                o2.instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'RackId runs past the frame')
+                            o2.rack_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.rack_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'RackId runs past the frame')
+                                o2.rack_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.topology_epoch, k = _S_4.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ProcessId runs past the frame')
+                            o2.process_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in ProcessId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'ProcessId runs past the frame')
+                                o2.process_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        if _S_7.unpack_from(buf, p)[0] < 0:
+                            p += 1
+                            o2.user_endpoint = None
+                        else:
+                            p += 1
+                            o3 = new(_StreamsGroupDescribeResponse_Endpoint)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Host runs past the frame')
+                                o3.host = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Host')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Host runs past the frame')
+                                    o3.host = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.port, k = _S_9.unpack_from(buf, p)
+                            p += 2
+                            if k == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            o2.user_endpoint = o3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in ClientTags')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array ClientTags longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                    o3.key = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Key')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Key runs past the frame')
+                                        o3.key = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Value')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Value runs past the frame')
+                                        o3.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.client_tags = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in TaskOffsets')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array TaskOffsets longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_TaskOffset)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.partition, o3.offset, k = _S_10.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.task_offsets = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in TaskEndOffsets')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array TaskEndOffsets longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_TaskOffset)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.partition, o3.offset, k = _S_10.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.task_end_offsets = lst2
+                        o3 = new(_StreamsGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in ActiveTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array ActiveTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.active_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in StandbyTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array StandbyTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.standby_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in WarmupTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array WarmupTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.warmup_tasks = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.assignment = o3
+                        o3 = new(_StreamsGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in ActiveTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array ActiveTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.active_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in StandbyTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array StandbyTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.standby_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in WarmupTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array WarmupTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.warmup_tasks = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.target_assignment = o3
+                        o2.is_classic, k = _S_0.unpack_from(buf, p)
+                        p += 1
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, = _S_11.unpack_from(buf, p)
+                p += 4
+                if _S_7.unpack_from(buf, p)[0] < 0:
+                    p += 1
+                    o1.topology_description = None
+                else:
+                    p += 1
+                    o2 = new(_StreamsGroupDescribeResponse_TopologyDescription)
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Subtopologies')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Subtopologies longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SubtopologyId')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                    p = q
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Nodes')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Nodes longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                        o4.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                            o4.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    o4.node_type, k = _S_12.unpack_from(buf, p)
+                                    p += 1
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in SourceTopics')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array SourceTopics longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                                e4 = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SourceTopics')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                                    e4 = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            app4(e4)
+                                        o4.source_topics = lst4
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                        o4.sink_topic = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            o4.sink_topic = None
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                            o4.sink_topic = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    n = buf[p] - 1
+                                    if n < 127:
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Stores')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Stores longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                                e4 = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Stores')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                                    e4 = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            app4(e4)
+                                        o4.stores = lst4
+                                    n = buf[p] - 1
+                                    if n < 127:
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Successors')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Successors longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                                e4 = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Successors')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                                    e4 = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            app4(e4)
+                                        o4.successors = lst4
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.nodes = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.subtopologies = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in GlobalStores')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array GlobalStores longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore)
+                            o4 = new(_StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                o4.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                    o4.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o4.node_type, k = _S_12.unpack_from(buf, p)
+                            p += 1
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in SourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array SourceTopics longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SourceTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.source_topics = lst4
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                o4.sink_topic = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    o4.sink_topic = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                    o4.sink_topic = str(buf[p:q], 'utf-8')
+                                    p = q
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Stores')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Stores longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Stores')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.stores = lst4
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Successors')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Successors longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Successors')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.successors = lst4
+                            if buf[p] == 0:
+                                p += 1
+                                o4.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u4 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t4, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q4 = p + s
+                                        if q4 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u4 is None:
+                                            u4 = []
+                                        u4.append((t4, bytes(buf[p:q4])))
+                                        p = q4
+                                o4.unknown_tags = u4
+                            o3.source = o4
+                            o4 = new(_StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                o4.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Name runs past the frame')
+                                    o4.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o4.node_type, k = _S_12.unpack_from(buf, p)
+                            p += 1
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in SourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array SourceTopics longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in SourceTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SourceTopics runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.source_topics = lst4
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                o4.sink_topic = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    o4.sink_topic = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'SinkTopic runs past the frame')
+                                    o4.sink_topic = str(buf[p:q], 'utf-8')
+                                    p = q
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Stores')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Stores longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Stores')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Stores runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.stores = lst4
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null array in Successors')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'array Successors longer than the frame')
+                                lst4 = []
+                                app4 = lst4.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                        e4 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'null string in Successors')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'Successors runs past the frame')
+                                            e4 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app4(e4)
+                                o4.successors = lst4
+                            if buf[p] == 0:
+                                p += 1
+                                o4.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u4 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t4, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q4 = p + s
+                                        if q4 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u4 is None:
+                                            u4 = []
+                                        u4.append((t4, bytes(buf[p:q4])))
+                                        p = q4
+                                o4.unknown_tags = u4
+                            o3.processor = o4
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.global_stores = lst2
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    o1.topology_description = o2
+                o1.topology_description_status, k = _S_12.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
+                    o1.assignor_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.assignor_name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
+                        o1.assignor_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupDescribeResponse', 1, p, _reason(e)) from None
+    return o0, p
+
 def _e_StreamsGroupDescribeResponse_KeyValue_0(o, b, h):
     s = o.key
     s = s.encode()
@@ -1904,7 +4302,7 @@ def _e_StreamsGroupDescribeResponse_TopicInfo_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_11.pack(o.partitions, o.replication_factor)
+    b += _S_14.pack(o.partitions, o.replication_factor)
     lst = o.topic_configs
     n = len(lst) + 1
     if n < 128:
@@ -1981,7 +4379,7 @@ def _e_StreamsGroupDescribeResponse_Subtopology_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_Topology_0(o, b, h):
-    b += _S_9.pack(o.epoch)
+    b += _S_11.pack(o.epoch)
     lst = o.subtopologies
     if lst is None:
         b.append(0)
@@ -2008,7 +4406,7 @@ def _e_StreamsGroupDescribeResponse_Endpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_12.pack(o.port)
+    b += _S_15.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2024,7 +4422,7 @@ def _e_StreamsGroupDescribeResponse_TaskOffset_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_13.pack(o.partition, o.offset)
+    b += _S_16.pack(o.partition, o.offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2093,7 +4491,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_9.pack(o.member_epoch)
+    b += _S_11.pack(o.member_epoch)
     s = o.instance_id
     if s is None:
         b.append(0)
@@ -2132,7 +4530,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_9.pack(o.topology_epoch)
+    b += _S_11.pack(o.topology_epoch)
     s = o.process_id
     s = s.encode()
     n = len(s) + 1
@@ -2172,7 +4570,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
         _e_StreamsGroupDescribeResponse_TaskOffset_0(e, b, h)
     _e_StreamsGroupDescribeResponse_Assignment_0(o.assignment, b, h)
     _e_StreamsGroupDescribeResponse_Assignment_0(o.target_assignment, b, h)
-    b += _S_1.pack(o.is_classic)
+    b += _S_2.pack(o.is_classic)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2180,7 +4578,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
-    b += _S_10.pack(o.error_code)
+    b += _S_13.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2208,7 +4606,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.group_epoch, o.assignment_epoch)
+    b += _S_6.pack(o.group_epoch, o.assignment_epoch)
     if o.topology is None:
         b.append(255)
     else:
@@ -2222,7 +4620,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_StreamsGroupDescribeResponse_Member_0(e, b, h)
-    b += _S_9.pack(o.authorized_operations)
+    b += _S_11.pack(o.authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2230,7 +4628,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_0(o, b, h):
-    b += _S_9.pack(o.throttle_time_ms)
+    b += _S_11.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:
@@ -2245,5 +4643,215 @@ def _e_StreamsGroupDescribeResponse_0(o, b, h):
     else:
         b.append(0)
 
-StreamsGroupDescribeResponse._DEC = {0: _d_StreamsGroupDescribeResponse_0}
-StreamsGroupDescribeResponse._ENC = {0: _e_StreamsGroupDescribeResponse_0}
+def _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_1(o, b, h):
+    s = o.name
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_7.pack(o.node_type)
+    lst = o.source_topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.sink_topic
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.stores
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.successors
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_1(o, b, h):
+    s = o.subtopology_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    lst = o.nodes
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_1(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_1(o, b, h):
+    _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_1(o.source, b, h)
+    _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_1(o.processor, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupDescribeResponse_TopologyDescription_1(o, b, h):
+    lst = o.subtopologies
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_1(e, b, h)
+    lst = o.global_stores
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_1(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupDescribeResponse_DescribedGroup_1(o, b, h):
+    b += _S_13.pack(o.error_code)
+    s = o.error_message
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.group_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.group_state
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_6.pack(o.group_epoch, o.assignment_epoch)
+    if o.topology is None:
+        b.append(255)
+    else:
+        b.append(1)
+        _e_StreamsGroupDescribeResponse_Topology_0(o.topology, b, h)
+    lst = o.members
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupDescribeResponse_Member_0(e, b, h)
+    b += _S_11.pack(o.authorized_operations)
+    if o.topology_description is None:
+        b.append(255)
+    else:
+        b.append(1)
+        _e_StreamsGroupDescribeResponse_TopologyDescription_1(o.topology_description, b, h)
+    b += _S_7.pack(o.topology_description_status)
+    s = o.assignor_name
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_StreamsGroupDescribeResponse_1(o, b, h):
+    b += _S_11.pack(o.throttle_time_ms)
+    lst = o.groups
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_StreamsGroupDescribeResponse_DescribedGroup_1(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupDescribeResponse._DEC = {0: _d_StreamsGroupDescribeResponse_0, 1: _d_StreamsGroupDescribeResponse_1}
+StreamsGroupDescribeResponse._ENC = {0: _e_StreamsGroupDescribeResponse_0, 1: _e_StreamsGroupDescribeResponse_1}

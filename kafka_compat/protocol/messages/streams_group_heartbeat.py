@@ -48,7 +48,11 @@ _S_11 = _Struct('>iq')
 _S_12 = _Struct('>?')
 _S_13 = _Struct('>iiiiB')
 _S_14 = _Struct('>bB')
-_S_15 = _Struct('>iiii')
+_S_15 = _Struct('>iiiqB')
+_S_16 = _Struct('>?iB')
+_S_17 = _Struct('>iiii')
+_S_18 = _Struct('>iiiq')
+_S_19 = _Struct('>?i')
 
 
 class _StreamsGroupHeartbeatRequest_CopartitionGroup(KafkaStruct):
@@ -149,12 +153,12 @@ class _StreamsGroupHeartbeatRequest_TaskIds(KafkaStruct):
 
 
 class StreamsGroupHeartbeatRequest(KafkaMessage):
-    """StreamsGroupHeartbeatRequest: versions 0, flexible 0+."""
+    """StreamsGroupHeartbeatRequest: versions 0-1, flexible 0+."""
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application', 'unknown_tags',)
     name = 'StreamsGroupHeartbeatRequest'
     API_KEY = 88
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_FROM = 0
 
     def __init__(self, group_id='', member_id='', member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, topology=None, active_tasks=None, standby_tasks=None, warmup_tasks=None, process_id=None, user_endpoint=None, client_tags=None, task_offsets=None, task_end_offsets=None, shutdown_application=False, unknown_tags=None):
@@ -1417,6 +1421,1236 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o0, p
 
+def _d_StreamsGroupHeartbeatRequest_1(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupHeartbeatRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.endpoint_information_epoch, k = _S_0.unpack_from(buf, p)
+        p += 8
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'InstanceId runs past the frame')
+            o0.instance_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'InstanceId runs past the frame')
+                o0.instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'RackId runs past the frame')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.rebalance_timeout_ms, = _S_1.unpack_from(buf, p)
+        p += 4
+        if _S_2.unpack_from(buf, p)[0] < 0:
+            p += 1
+            o0.topology = None
+        else:
+            p += 1
+            o1 = new(_StreamsGroupHeartbeatRequest_Topology)
+            o1.epoch, k = _S_3.unpack_from(buf, p)
+            p += 4
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in Subtopologies')
+            else:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array Subtopologies longer than the frame')
+                lst1 = []
+                app1 = lst1.append
+                for _ in range(n):
+                    o2 = new(_StreamsGroupHeartbeatRequest_Subtopology)
+                    k = buf[p]
+                    if 0 < k < 128:
+                        q = p + k
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o2.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                        p = q
+                    else:
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                            o2.subtopology_id = str(buf[p:q], 'utf-8')
+                            p = q
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in SourceTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array SourceTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SourceTopics runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SourceTopics')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SourceTopics runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.source_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in SourceTopicRegex')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array SourceTopicRegex longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SourceTopicRegex runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SourceTopicRegex')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SourceTopicRegex runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.source_topic_regex = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in StateChangelogTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array StateChangelogTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupHeartbeatRequest_TopicInfo)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Name runs past the frame')
+                                o3.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.partitions, o3.replication_factor, k = _S_4.unpack_from(buf, p)
+                            p += 6
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in TopicConfigs')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array TopicConfigs longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                                        o4.key = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Key')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                                            o4.key = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                                        o4.value = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Value')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                                            o4.value = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.topic_configs = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.state_changelog_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in RepartitionSinkTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array RepartitionSinkTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'RepartitionSinkTopics runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in RepartitionSinkTopics')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'RepartitionSinkTopics runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.repartition_sink_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in RepartitionSourceTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array RepartitionSourceTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupHeartbeatRequest_TopicInfo)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Name runs past the frame')
+                                o3.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.partitions, o3.replication_factor, k = _S_4.unpack_from(buf, p)
+                            p += 6
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in TopicConfigs')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array TopicConfigs longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                                        o4.key = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Key')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                                            o4.key = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                                        o4.value = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Value')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                                            o4.value = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.topic_configs = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.repartition_source_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in CopartitionGroups')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array CopartitionGroups longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        r2 = n
+                        while r2:
+                            if r2 >= 8:
+                                cnt, p = _L_StreamsGroupHeartbeatRequest_CopartitionGroup_1(buf, p, r2, app2)
+                                if cnt:
+                                    r2 -= cnt
+                                    continue
+                            o3 = new(_StreamsGroupHeartbeatRequest_CopartitionGroup)
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.source_topics = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in SourceTopics')
+                                else:
+                                    if n < 64:
+                                        o3.source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array SourceTopics longer than the frame')
+                                        o3.source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.source_topic_regex = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in SourceTopicRegex')
+                                else:
+                                    if n < 64:
+                                        o3.source_topic_regex = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array SourceTopicRegex longer than the frame')
+                                        o3.source_topic_regex = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.repartition_source_topics = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in RepartitionSourceTopics')
+                                else:
+                                    if n < 64:
+                                        o3.repartition_source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array RepartitionSourceTopics longer than the frame')
+                                        o3.repartition_source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                            r2 -= 1
+                        o2.copartition_groups = lst2
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    app1(o2)
+                o1.subtopologies = lst1
+            if buf[p] == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.topology = o1
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.active_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array ActiveTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.standby_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array StandbyTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.warmup_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array WarmupTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'ProcessId runs past the frame')
+            o0.process_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.process_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'ProcessId runs past the frame')
+                o0.process_id = str(buf[p:q], 'utf-8')
+                p = q
+        if _S_2.unpack_from(buf, p)[0] < 0:
+            p += 1
+            o0.user_endpoint = None
+        else:
+            p += 1
+            o1 = new(_StreamsGroupHeartbeatRequest_Endpoint)
+            k = buf[p]
+            if 0 < k < 128:
+                q = p + k
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Host runs past the frame')
+                o1.host = str(buf[p + 1:q], 'utf-8')
+                p = q
+            else:
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+            o1.port, k = _S_5.unpack_from(buf, p)
+            p += 2
+            if k == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.user_endpoint = o1
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.client_tags = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array ClientTags longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                    o1.value = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in Value')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'Value runs past the frame')
+                        o1.value = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.client_tags = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.task_offsets = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array TaskOffsets longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskOffset)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition, o1.offset, k = _S_6.unpack_from(buf, p)
+                p += 12
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.task_offsets = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.task_end_offsets = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'array TaskEndOffsets longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskOffset)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition, o1.offset, k = _S_6.unpack_from(buf, p)
+                p += 12
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.task_end_offsets = lst0
+        o0.shutdown_application, k = _S_7.unpack_from(buf, p)
+        p += 1
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupHeartbeatRequest', 1, p, _reason(e)) from None
+    return o0, p
+
 def _e_StreamsGroupHeartbeatRequest_KeyValue_0(o, b, h):
     s = o.key
     s = s.encode()
@@ -1783,8 +3017,10 @@ def _e_StreamsGroupHeartbeatRequest_0(o, b, h):
 
 _L_StreamsGroupHeartbeatRequest_CopartitionGroup_0 = _ElementLayout(_StreamsGroupHeartbeatRequest_CopartitionGroup, [('source_topics', 'h', True), ('source_topic_regex', 'h', True), ('repartition_source_topics', 'h', True)], {}, True, globals())
 
-StreamsGroupHeartbeatRequest._DEC = {0: _d_StreamsGroupHeartbeatRequest_0}
-StreamsGroupHeartbeatRequest._ENC = {0: _e_StreamsGroupHeartbeatRequest_0}
+_L_StreamsGroupHeartbeatRequest_CopartitionGroup_1 = _ElementLayout(_StreamsGroupHeartbeatRequest_CopartitionGroup, [('source_topics', 'h', True), ('source_topic_regex', 'h', True), ('repartition_source_topics', 'h', True)], {}, True, globals())
+
+StreamsGroupHeartbeatRequest._DEC = {0: _d_StreamsGroupHeartbeatRequest_0, 1: _d_StreamsGroupHeartbeatRequest_1}
+StreamsGroupHeartbeatRequest._ENC = {0: _e_StreamsGroupHeartbeatRequest_0, 1: _e_StreamsGroupHeartbeatRequest_0}
 
 
 class _StreamsGroupHeartbeatResponse_EndpointToPartitions(KafkaStruct):
@@ -1844,27 +3080,29 @@ class _StreamsGroupHeartbeatResponse_Endpoint(KafkaStruct):
 
 
 class StreamsGroupHeartbeatResponse(KafkaMessage):
-    """StreamsGroupHeartbeatResponse: versions 0, flexible 0+."""
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag', 'task_offset_interval_ms', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'endpoint_information_epoch', 'partitions_by_user_endpoint', 'unknown_tags',)
+    """StreamsGroupHeartbeatResponse: versions 0-1, flexible 0+."""
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint', 'unknown_tags',)
     name = 'StreamsGroupHeartbeatResponse'
     API_KEY = 88
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_FROM = 0
 
-    def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, member_id='', member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag=0, task_offset_interval_ms=0, status=None, active_tasks=None, standby_tasks=None, warmup_tasks=None, endpoint_information_epoch=0, partitions_by_user_endpoint=None, unknown_tags=None):
+    def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, member_id='', member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, acceptable_recovery_lag=-1, status=None, active_tasks=None, standby_tasks=None, warmup_tasks=None, topology_description_required=False, endpoint_information_epoch=0, partitions_by_user_endpoint=None, unknown_tags=None):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.acceptable_recovery_lag_legacy = acceptable_recovery_lag_legacy
         self.task_offset_interval_ms = task_offset_interval_ms
+        self.acceptable_recovery_lag = acceptable_recovery_lag
         self.status = status
         self.active_tasks = active_tasks
         self.standby_tasks = standby_tasks
         self.warmup_tasks = warmup_tasks
+        self.topology_description_required = topology_description_required
         self.endpoint_information_epoch = endpoint_information_epoch
         self.partitions_by_user_endpoint = partitions_by_user_endpoint
         self.unknown_tags = unknown_tags
@@ -1880,6 +3118,8 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
     end = len(buf)
     try:
         o0 = new(StreamsGroupHeartbeatResponse)
+        o0.acceptable_recovery_lag = -1
+        o0.topology_description_required = False
         o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
         if 0 < k < 128:
@@ -1925,7 +3165,7 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                     raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'MemberId runs past the frame')
                 o0.member_id = str(buf[p:q], 'utf-8')
                 p = q
-        o0.member_epoch, o0.heartbeat_interval_ms, o0.acceptable_recovery_lag, o0.task_offset_interval_ms, k = _S_13.unpack_from(buf, p)
+        o0.member_epoch, o0.heartbeat_interval_ms, o0.acceptable_recovery_lag_legacy, o0.task_offset_interval_ms, k = _S_13.unpack_from(buf, p)
         p += 16
         if k < 128:
             n = k - 1
@@ -2496,6 +3736,627 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o0, p
 
+def _d_StreamsGroupHeartbeatResponse_1(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(StreamsGroupHeartbeatResponse)
+        o0.acceptable_recovery_lag_legacy = 0
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
+        p += 6
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.heartbeat_interval_ms, o0.task_offset_interval_ms, o0.acceptable_recovery_lag, k = _S_15.unpack_from(buf, p)
+        p += 20
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.status = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Status longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatResponse_Status)
+                o1.status_code, k = _S_14.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'StatusDetail runs past the frame')
+                    o1.status_detail = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in StatusDetail')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'StatusDetail runs past the frame')
+                        o1.status_detail = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.status = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.active_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array ActiveTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.standby_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array StandbyTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.warmup_tasks = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array WarmupTasks longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        o0.topology_description_required, o0.endpoint_information_epoch, k = _S_16.unpack_from(buf, p)
+        p += 5
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            o0.partitions_by_user_endpoint = None
+        else:
+            if n > end - p:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array PartitionsByUserEndpoint longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_StreamsGroupHeartbeatResponse_EndpointToPartitions)
+                o2 = new(_StreamsGroupHeartbeatResponse_Endpoint)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Host runs past the frame')
+                    o2.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Host runs past the frame')
+                        o2.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o2.port, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o2.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u2 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t2, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q2 = p + s
+                            if q2 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u2 is None:
+                                u2 = []
+                            u2.append((t2, bytes(buf[p:q2])))
+                            p = q2
+                    o2.unknown_tags = u2
+                o1.user_endpoint = o2
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in ActivePartitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array ActivePartitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupHeartbeatResponse_TopicPartition)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Topic runs past the frame')
+                            o2.topic = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in Topic')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Topic runs past the frame')
+                                o2.topic = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.active_partitions = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in StandbyPartitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array StandbyPartitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupHeartbeatResponse_TopicPartition)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Topic runs past the frame')
+                            o2.topic = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null string in Topic')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'Topic runs past the frame')
+                                o2.topic = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.standby_partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partitions_by_user_endpoint = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('StreamsGroupHeartbeatResponse', 1, p, _reason(e)) from None
+    return o0, p
+
 def _e_StreamsGroupHeartbeatResponse_Status_0(o, b, h):
     b += _S_2.pack(o.status_code)
     s = o.status_detail
@@ -2617,7 +4478,7 @@ def _e_StreamsGroupHeartbeatResponse_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_15.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms)
+    b += _S_17.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms)
     lst = o.status
     if lst is None:
         b.append(0)
@@ -2680,5 +4541,89 @@ def _e_StreamsGroupHeartbeatResponse_0(o, b, h):
     else:
         b.append(0)
 
-StreamsGroupHeartbeatResponse._DEC = {0: _d_StreamsGroupHeartbeatResponse_0}
-StreamsGroupHeartbeatResponse._ENC = {0: _e_StreamsGroupHeartbeatResponse_0}
+def _e_StreamsGroupHeartbeatResponse_1(o, b, h):
+    b += _S_9.pack(o.throttle_time_ms, o.error_code)
+    s = o.error_message
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.member_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_18.pack(o.member_epoch, o.heartbeat_interval_ms, o.task_offset_interval_ms, o.acceptable_recovery_lag)
+    lst = o.status
+    if lst is None:
+        b.append(0)
+    else:
+        n = len(lst) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        for e in lst:
+            _e_StreamsGroupHeartbeatResponse_Status_0(e, b, h)
+    lst = o.active_tasks
+    if lst is None:
+        b.append(0)
+    else:
+        n = len(lst) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        for e in lst:
+            _e_StreamsGroupHeartbeatResponse_TaskIds_0(e, b, h)
+    lst = o.standby_tasks
+    if lst is None:
+        b.append(0)
+    else:
+        n = len(lst) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        for e in lst:
+            _e_StreamsGroupHeartbeatResponse_TaskIds_0(e, b, h)
+    lst = o.warmup_tasks
+    if lst is None:
+        b.append(0)
+    else:
+        n = len(lst) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        for e in lst:
+            _e_StreamsGroupHeartbeatResponse_TaskIds_0(e, b, h)
+    b += _S_19.pack(o.topology_description_required, o.endpoint_information_epoch)
+    lst = o.partitions_by_user_endpoint
+    if lst is None:
+        b.append(0)
+    else:
+        n = len(lst) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        for e in lst:
+            _e_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+StreamsGroupHeartbeatResponse._DEC = {0: _d_StreamsGroupHeartbeatResponse_0, 1: _d_StreamsGroupHeartbeatResponse_1}
+StreamsGroupHeartbeatResponse._ENC = {0: _e_StreamsGroupHeartbeatResponse_0, 1: _e_StreamsGroupHeartbeatResponse_1}

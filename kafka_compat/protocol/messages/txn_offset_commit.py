@@ -40,13 +40,15 @@ _S_3 = _Struct('>iqh')
 _S_4 = _Struct('>iqih')
 _S_5 = _Struct('>qhiB')
 _S_6 = _Struct('>iqiB')
-_S_7 = _Struct('>qh')
-_S_8 = _Struct('>iq')
-_S_9 = _Struct('>iqi')
-_S_10 = _Struct('>ii')
-_S_11 = _Struct('>ih')
-_S_12 = _Struct('>iB')
-_S_13 = _Struct('>ihB')
+_S_7 = _Struct('>16sB')
+_S_8 = _Struct('>qh')
+_S_9 = _Struct('>iq')
+_S_10 = _Struct('>iqi')
+_S_11 = _Struct('>16s')
+_S_12 = _Struct('>ii')
+_S_13 = _Struct('>ih')
+_S_14 = _Struct('>iB')
+_S_15 = _Struct('>ihB')
 
 
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(KafkaStruct):
@@ -64,30 +66,31 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(KafkaStruct):
 
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(KafkaStruct):
     """TxnOffsetCommitRequestTopic, inside TxnOffsetCommitRequest."""
-    __slots__ = ('name', 'partitions', 'unknown_tags',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tags',)
     __qualname__ = 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic'
 
-    def __init__(self, name='', partitions=DEFAULT, unknown_tags=None):
+    def __init__(self, name='', topic_id=ZERO_UUID, partitions=DEFAULT, unknown_tags=None):
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is DEFAULT else partitions
         self.unknown_tags = unknown_tags
 
 
 class TxnOffsetCommitRequest(KafkaMessage):
-    """TxnOffsetCommitRequest: versions 0-5, flexible 3+."""
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tags',)
+    """TxnOffsetCommitRequest: versions 0-6, flexible 3+."""
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics', 'unknown_tags',)
     name = 'TxnOffsetCommitRequest'
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_FROM = 3
 
-    def __init__(self, transactional_id='', group_id='', producer_id=0, producer_epoch=0, generation_id=-1, member_id='', group_instance_id=None, topics=DEFAULT, unknown_tags=None):
+    def __init__(self, transactional_id='', group_id='', producer_id=0, producer_epoch=0, generation_id_or_member_epoch=-1, member_id='', group_instance_id=None, topics=DEFAULT, unknown_tags=None):
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is DEFAULT else topics
@@ -101,7 +104,7 @@ def _d_TxnOffsetCommitRequest_0(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitRequest)
-        o0.generation_id = -1
+        o0.generation_id_or_member_epoch = -1
         o0.member_id = ''
         o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
@@ -135,6 +138,7 @@ def _d_TxnOffsetCommitRequest_0(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -182,7 +186,7 @@ def _d_TxnOffsetCommitRequest_1(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitRequest)
-        o0.generation_id = -1
+        o0.generation_id_or_member_epoch = -1
         o0.member_id = ''
         o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
@@ -216,6 +220,7 @@ def _d_TxnOffsetCommitRequest_1(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -263,7 +268,7 @@ def _d_TxnOffsetCommitRequest_2(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitRequest)
-        o0.generation_id = -1
+        o0.generation_id_or_member_epoch = -1
         o0.member_id = ''
         o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
@@ -297,6 +302,7 @@ def _d_TxnOffsetCommitRequest_2(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -387,7 +393,7 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
                     raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupId runs past the frame')
                 o0.group_id = str(buf[p:q], 'utf-8')
                 p = q
-        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.generation_id_or_member_epoch, k = _S_5.unpack_from(buf, p)
         p += 14
         if 0 < k < 128:
             q = p + k
@@ -447,6 +453,7 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -623,7 +630,7 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
                     raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupId runs past the frame')
                 o0.group_id = str(buf[p:q], 'utf-8')
                 p = q
-        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.generation_id_or_member_epoch, k = _S_5.unpack_from(buf, p)
         p += 14
         if 0 < k < 128:
             q = p + k
@@ -683,6 +690,7 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -859,7 +867,7 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
                     raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupId runs past the frame')
                 o0.group_id = str(buf[p:q], 'utf-8')
                 p = q
-        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.generation_id_or_member_epoch, k = _S_5.unpack_from(buf, p)
         p += 14
         if 0 < k < 128:
             q = p + k
@@ -919,6 +927,7 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -1047,8 +1056,225 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
         raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
     return o0, p
 
+def _d_TxnOffsetCommitRequest_6(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(TxnOffsetCommitRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'TransactionalId runs past the frame')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.generation_id_or_member_epoch, k = _S_5.unpack_from(buf, p)
+        p += 14
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'GroupInstanceId runs past the frame')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('TxnOffsetCommitRequest', 6, p, 'null array in Topics')
+        else:
+            if n > end - p:
+                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'array Topics longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                o1.name = ''
+                o1.topic_id, k = _S_7.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_6.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 6, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('TxnOffsetCommitRequest', 6, p, _reason(e)) from None
+    return o0, p
+
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(o, b, h):
-    b += _S_8.pack(o.partition_index, o.committed_offset)
+    b += _S_9.pack(o.partition_index, o.committed_offset)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1076,14 +1302,14 @@ def _e_TxnOffsetCommitRequest_0(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_7.pack(o.producer_id, o.producer_epoch)
+    b += _S_8.pack(o.producer_id, o.producer_epoch)
     lst = o.topics
     b += _S_2.pack(len(lst))
     for e in lst:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(e, b, h)
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(o, b, h):
-    b += _S_9.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_10.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1111,14 +1337,14 @@ def _e_TxnOffsetCommitRequest_2(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_7.pack(o.producer_id, o.producer_epoch)
+    b += _S_8.pack(o.producer_id, o.producer_epoch)
     lst = o.topics
     b += _S_2.pack(len(lst))
     for e in lst:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(e, b, h)
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(o, b, h):
-    b += _S_9.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_10.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b.append(0)
@@ -1176,7 +1402,7 @@ def _e_TxnOffsetCommitRequest_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.generation_id)
+    b += _S_1.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -1210,8 +1436,75 @@ def _e_TxnOffsetCommitRequest_3(o, b, h):
     else:
         b.append(0)
 
-TxnOffsetCommitRequest._DEC = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_1, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_4, 5: _d_TxnOffsetCommitRequest_5}
-TxnOffsetCommitRequest._ENC = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_3, 5: _e_TxnOffsetCommitRequest_3}
+def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_6(o, b, h):
+    b += _S_11.pack(o.topic_id)
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_TxnOffsetCommitRequest_6(o, b, h):
+    s = o.transactional_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.group_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_1.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
+    s = o.member_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.group_instance_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    lst = o.topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_6(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+TxnOffsetCommitRequest._DEC = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_1, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_4, 5: _d_TxnOffsetCommitRequest_5, 6: _d_TxnOffsetCommitRequest_6}
+TxnOffsetCommitRequest._ENC = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_3, 5: _e_TxnOffsetCommitRequest_3, 6: _e_TxnOffsetCommitRequest_6}
 
 
 class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(KafkaStruct):
@@ -1227,22 +1520,23 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(KafkaStruct):
 
 class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(KafkaStruct):
     """TxnOffsetCommitResponseTopic, inside TxnOffsetCommitResponse."""
-    __slots__ = ('name', 'partitions', 'unknown_tags',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tags',)
     __qualname__ = 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic'
 
-    def __init__(self, name='', partitions=DEFAULT, unknown_tags=None):
+    def __init__(self, name='', topic_id=ZERO_UUID, partitions=DEFAULT, unknown_tags=None):
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is DEFAULT else partitions
         self.unknown_tags = unknown_tags
 
 
 class TxnOffsetCommitResponse(KafkaMessage):
-    """TxnOffsetCommitResponse: versions 0-5, flexible 3+."""
+    """TxnOffsetCommitResponse: versions 0-6, flexible 3+."""
     __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
     name = 'TxnOffsetCommitResponse'
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_FROM = 3
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, unknown_tags=None):
@@ -1258,7 +1552,7 @@ def _d_TxnOffsetCommitResponse_0(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
         p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null array in Topics')
@@ -1269,6 +1563,7 @@ def _d_TxnOffsetCommitResponse_0(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -1296,7 +1591,7 @@ def _d_TxnOffsetCommitResponse_0(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code = _S_13.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
@@ -1314,7 +1609,7 @@ def _d_TxnOffsetCommitResponse_1(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
         p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null array in Topics')
@@ -1325,6 +1620,7 @@ def _d_TxnOffsetCommitResponse_1(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -1352,7 +1648,7 @@ def _d_TxnOffsetCommitResponse_1(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code = _S_13.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
@@ -1370,7 +1666,7 @@ def _d_TxnOffsetCommitResponse_2(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
         p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null array in Topics')
@@ -1381,6 +1677,7 @@ def _d_TxnOffsetCommitResponse_2(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
                 if n < 0:
@@ -1408,7 +1705,7 @@ def _d_TxnOffsetCommitResponse_2(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code = _S_13.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
@@ -1426,7 +1723,7 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_14.unpack_from(buf, p)
         p += 4
         if k < 128:
             n = k - 1
@@ -1443,6 +1740,7 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -1486,7 +1784,7 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code, k = _S_15.unpack_from(buf, p)
                         p += 6
                         if k == 0:
                             p += 1
@@ -1561,7 +1859,7 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_14.unpack_from(buf, p)
         p += 4
         if k < 128:
             n = k - 1
@@ -1578,6 +1876,7 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -1621,7 +1920,7 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code, k = _S_15.unpack_from(buf, p)
                         p += 6
                         if k == 0:
                             p += 1
@@ -1696,7 +1995,7 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
     end = len(buf)
     try:
         o0 = new(TxnOffsetCommitResponse)
-        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_14.unpack_from(buf, p)
         p += 4
         if k < 128:
             n = k - 1
@@ -1713,6 +2012,7 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
             app0 = lst0.append
             for _ in range(n):
                 o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
                 k = buf[p]
                 if 0 < k < 128:
                     q = p + k
@@ -1756,7 +2056,7 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
                                 r1 -= cnt
                                 continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        o2.partition_index, o2.error_code, k = _S_15.unpack_from(buf, p)
                         p += 6
                         if k == 0:
                             p += 1
@@ -1827,8 +2127,124 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
         raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
     return o0, p
 
+def _d_TxnOffsetCommitResponse_6(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_14.unpack_from(buf, p)
+        p += 4
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('TxnOffsetCommitResponse', 6, p, 'null array in Topics')
+        else:
+            if n > end - p:
+                raise DecodeError('TxnOffsetCommitResponse', 6, p, 'array Topics longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                o1.name = ''
+                o1.topic_id, k = _S_7.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_15.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                        r1 -= 1
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 6, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('TxnOffsetCommitResponse', 6, p, _reason(e)) from None
+    return o0, p
+
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(o, b, h):
-    b += _S_11.pack(o.partition_index, o.error_code)
+    b += _S_13.pack(o.partition_index, o.error_code)
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(o, b, h):
     s = o.name
@@ -1848,7 +2264,7 @@ def _e_TxnOffsetCommitResponse_0(o, b, h):
         _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(e, b, h)
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(o, b, h):
-    b += _S_11.pack(o.partition_index, o.error_code)
+    b += _S_13.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1894,6 +2310,38 @@ def _e_TxnOffsetCommitResponse_3(o, b, h):
     else:
         b.append(0)
 
+def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_6(o, b, h):
+    b += _S_11.pack(o.topic_id)
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_TxnOffsetCommitResponse_6(o, b, h):
+    b += _S_2.pack(o.throttle_time_ms)
+    lst = o.topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_6(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
 _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
 
 _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
@@ -1906,5 +2354,7 @@ _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4 = _ElementLayout(_
 
 _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
 
-TxnOffsetCommitResponse._DEC = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_1, 2: _d_TxnOffsetCommitResponse_2, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_4, 5: _d_TxnOffsetCommitResponse_5}
-TxnOffsetCommitResponse._ENC = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3}
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_6 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+TxnOffsetCommitResponse._DEC = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_1, 2: _d_TxnOffsetCommitResponse_2, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_4, 5: _d_TxnOffsetCommitResponse_5, 6: _d_TxnOffsetCommitResponse_6}
+TxnOffsetCommitResponse._ENC = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3, 6: _e_TxnOffsetCommitResponse_6}
