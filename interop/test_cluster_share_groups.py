@@ -196,17 +196,14 @@ def test_share_state_rpcs_at_a_broker_that_is_not_the_coordinator(cluster):
     coordinator = find_coordinator(cluster, 2, coordinator_key(group, tid, 0))
     other = next(i for i in range(len(cluster.brokers)) if i != coordinator)
     R = ReadShareGroupStateRequest
-    c = wire(cluster.brokers[other])
-    try:
-        answer = c.call(84, 0, R(group_id=group, topics=[R.ReadStateData(topic_id=tid, partitions=[
-            R.PartitionData(partition=0, leader_epoch=0)])]))
-    finally:
-        c.close()
-    assert answer.results[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
-    c = wire(cluster.brokers[coordinator])
-    try:
-        answer = c.call(84, 0, R(group_id=group, topics=[R.ReadStateData(topic_id=tid, partitions=[
-            R.PartitionData(partition=0, leader_epoch=0)])]))
-    finally:
-        c.close()
-    assert answer.results[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST, "never initialized"
+
+    def read_at(broker: int) -> int:
+        c = wire(cluster.brokers[broker])
+        try:
+            answer = c.call(84, 0, R(group_id=group, topics=[R.ReadStateData(topic_id=tid, partitions=[
+                R.PartitionData(partition=0, leader_epoch=0)])]))
+        finally:
+            c.close()
+        return answer.results[0].partitions[0].error_code
+    assert read_at(other) == ErrorCode.NOT_COORDINATOR
+    assert read_at(coordinator) == ErrorCode.INVALID_REQUEST, "never initialized"
