@@ -24,14 +24,16 @@ from cluster_support import WAIT, create_topic, new_cluster, skip_without_cluste
 from test_groups_support import unique, wait_until  # noqa: E402
 from test_share_groups import BROKER, LOCK_MS, deliveries, set_group_config, share_member, wire  # noqa: E402
 
+from kafka_compat.group.coordinator_records import partition_for as group_partition  # noqa: E402
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorRequest  # noqa: E402
 from kafka_compat.protocol.messages.metadata import MetadataRequest  # noqa: E402
 from kafka_compat.protocol.messages.read_share_group_state import ReadShareGroupStateRequest  # noqa: E402
-from kafka_compat.server.share.share_coordinator import coordinator_key  # noqa: E402
+from kafka_compat.server.share.share_coordinator import coordinator_key, partition_for  # noqa: E402
 
 pytestmark = skip_without_cluster()
 PARTITIONS = 6
+OFFSETS, SHARE_STATE = "__consumer_offsets", "__share_group_state"
 
 
 SETTINGS = {**{k: int(v) for k, v in BROKER.items()}, "share.coordinator.state.topic.num.partitions": 3}
@@ -126,12 +128,36 @@ def check_acknowledgements_kept(members, values) -> None:
     missing = set(values) - set(accepted)
     assert missing <= unconfirmed(members), f"never accepted: {sorted(missing)[:10]}"
     assert set(values) <= {r["v"] for r in deliveries(members)}
-    assert [v for v, n in accepted.items() if n > 1] == [], "accepted twice"
+    twice = [v for v, n in accepted.items() if n > 1]
+    assert twice == [], "accepted twice: " + "; ".join(
+        f"{m.name} {e}" for m in members for e in list(m.events) if e.get("v") in twice[:3])
     first_accept = {}
     for e in events(members, "accepted"):
         first_accept.setdefault(e["v"], e["t"])
     again = [r for r in deliveries(members) if r["v"] in first_accept and r["t"] > first_accept[r["v"]]]
     assert again == [], f"delivered again after its acknowledgement was kept: {again[:5]}"
+
+
+def placed(cluster, topic, tid, group, p) -> tuple[int, int, int]:
+    """(leader of the share partition, its share coordinator, the group's coordinator) as ZooKeeper says."""
+    return (cluster.leader(topic, p),
+            cluster.leader(SHARE_STATE, partition_for(group, tid, p, SETTINGS["share.coordinator.state.topic.num.partitions"])),
+            cluster.leader(OFFSETS, group_partition(group, SETTINGS["offsets.topic.num.partitions"])))
+
+
+def pick_group(cluster, topic, tid, pick_victim):
+    """A group id, a partition and the broker to kill, such that the kill hits what the test is about and not
+    the group coordinator (share group membership is not kept in `__consumer_offsets` yet)."""
+    find_coordinator(cluster, 0, "share-kill-warm")                      # both internal topics exist now
+    find_coordinator(cluster, 2, coordinator_key("share-kill-warm", tid, 0))
+    base = unique("share-kill")
+    for n in range(100):
+        group = f"{base}-{n}"
+        for p in range(PARTITIONS):
+            victim = pick_victim(p, *placed(cluster, topic, tid, group, p))
+            if victim is not None:
+                return group, p, victim
+    raise AssertionError("no group id places the fault")
 
 
 def run_through_a_kill(cluster, tmp_path, pick_victim) -> None:
@@ -141,11 +167,12 @@ def run_through_a_kill(cluster, tmp_path, pick_victim) -> None:
     java4 = peers.require(peers.java4_classpath(), "the Java client 4.x")
     from confluent_kafka import Producer
 
-    topic, group = unique("share-kill"), unique("share-kill")
+    topic = unique("share-kill")
     create_topic(cluster, topic, PARTITIONS, 3)
+    tid = topic_id(cluster, topic)
+    group, p, victim = pick_group(cluster, topic, tid, pick_victim)
     set_group_config(cluster.brokers[0], group, "share.auto.offset.reset", "earliest")
     time.sleep(1)       # the group config reaches the other brokers through ZooKeeper's notifications
-    tid = topic_id(cluster, topic)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     before, after = [f"a-{i}" for i in range(300)], [f"b-{i}" for i in range(300)]
     for i, v in enumerate(before):
@@ -155,16 +182,10 @@ def run_through_a_kill(cluster, tmp_path, pick_victim) -> None:
     members = [share_member(java4, boot, topic, group, f"{group}-m{i}", tmp_path, "explicit") for i in range(3)]
     try:
         wait_until(lambda: len(events(members, "accepted")) >= len(before) // 2, "half the records accepted", members)
-        group_coordinator = find_coordinator(cluster, 0, group)
-        victim = None
-        for p in range(PARTITIONS):
-            leader = cluster.leader(topic, p)
-            share_coordinator = find_coordinator(cluster, 2, coordinator_key(group, tid, p))
-            victim = pick_victim(p, leader, share_coordinator, group_coordinator)
-            if victim is not None:
-                break
-        assert victim is not None, "no partition fits the fault (the placement is Kafka's, over three brokers)"
+        assert (cluster.leader(topic, p), find_coordinator(cluster, 2, coordinator_key(group, tid, p)),
+                find_coordinator(cluster, 0, group)) == placed(cluster, topic, tid, group, p)
         cluster.kill(victim)
+        print(f"killed broker {victim} at {time.time():.3f} (partition {p})")
         for i, v in enumerate(after):
             producer.produce(topic, value=v.encode(), partition=i % PARTITIONS)
         assert producer.flush(WAIT) == 0
