@@ -612,7 +612,8 @@ class Broker:
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
             self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator,
             wait_registered=self._wait_registered, auth=AuthHelper(self.authorizer),
-            share_coordinator=self.share_coordinator))
+            share_coordinator=self.share_coordinator,
+            leadership_lost=[self.share_partition_manager.on_leadership_lost] if self.share_partition_manager else []))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)

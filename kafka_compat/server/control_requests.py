@@ -71,7 +71,8 @@ class ControlRequestsApi:
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
                  metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None,
                  wait_registered: Callable[[int], Awaitable[bool]] | None = None,
-                 auth: AuthHelper = NO_AUTHORIZER, share_coordinator=None):
+                 auth: AuthHelper = NO_AUTHORIZER, share_coordinator=None,
+                 leadership_lost: Sequence[Callable[[str, int], None]] = ()):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
@@ -91,6 +92,7 @@ class ControlRequestsApi:
         self.wait_registered = wait_registered
         self.auth = auth
         self.share_coordinator = share_coordinator
+        self.leadership_lost = list(leadership_lost)     # (topic, index) once this broker stops leading it
 
     def _refused(self, request, epoch_since: int) -> bool:
         """Kafka's isBrokerEpochStale (BrokerEpoch exists from version ``epoch_since``), and also: no
@@ -168,10 +170,18 @@ class ControlRequestsApi:
                 self.txn_coordinator.on_resign(partition.index, partition.leader_epoch)
             elif partition.topic == SHARE_GROUP_STATE_TOPIC_NAME and self.share_coordinator is not None:
                 self.share_coordinator.on_resignation(partition.index, partition.leader_epoch)
+            self._lost(partition.topic, partition.index)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         ids = {name: topic_id for name, topic_id, _ in topics}
         return self._leader_and_isr_response(v, ErrorCode.NONE, result.partition_errors, ids)
+
+    def _lost(self, topic: str, index: int) -> None:
+        for listener in self.leadership_lost:
+            try:
+                listener(topic, index)
+            except Exception:
+                log.exception("leadership listener failed")
 
     def _leader_and_isr_error(self, req, v, code):
         topics = self._leader_and_isr_topics(req, v)
@@ -264,6 +274,8 @@ class ControlRequestsApi:
             elif topic == SHARE_GROUP_STATE_TOPIC_NAME and errors.get((topic, index)) == ErrorCode.NONE \
                     and self.share_coordinator is not None:
                 self.share_coordinator.on_resignation(index, leader_epoch)
+            if errors.get((topic, index)) == ErrorCode.NONE:
+                self._lost(topic, index)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         return self._stop_replica_response(ErrorCode.NONE, errors)

@@ -59,7 +59,6 @@ class SharePartitionManager:
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.topic_ids: dict[tuple[str, str, int], bytes] = {}
         self.state_epochs: dict[tuple[str, str, int], int] = {}
-        self.leader_epochs: dict[tuple[str, str, int], int] = {}    # the leader epoch the state was read at
         self._timers: dict[tuple[str, str, int], tuple[int, asyncio.TimerHandle]] = {}
         self._loads: dict[tuple[str, str, int], asyncio.Task] = {}
         self._writers: dict[tuple[str, str, int], _StateWriter] = {}
@@ -94,11 +93,19 @@ class SharePartitionManager:
                 return error, -1
         return E.NONE, found.offset
 
-    def _needs_load(self, key, partition) -> bool:
-        """Whether the share partition's state must be read (again) from the persister first."""
-        if self.persister is None:
-            return False
-        return key not in self.partitions or self.leader_epochs.get(key) != partition.leader_epoch
+    def _needs_load(self, key) -> bool:
+        """Whether the share partition's state must be read from the persister first: a leader reads it once
+        (an ISR change bumps the leader epoch in ZooKeeper mode, and keeps the state here); leadership lost
+        forgets it (`on_leadership_lost`), so that leading again reads what another leader wrote meanwhile."""
+        return self.persister is not None and key not in self.partitions
+
+    def on_leadership_lost(self, topic: str, index: int) -> None:
+        """This broker no longer leads the partition: its share partitions go (their locks with them)."""
+        keys = [k for k in self.partitions if k[1] == topic and k[2] == index]
+        for key in keys:
+            self._forget(key)
+        if keys:
+            log.info("share partitions of %s-%d forgotten: leadership moved", topic, index)
 
     async def _load(self, key, partition, cfg) -> int:
         """Read the share partition's state from the persister (initializing it when it has none)."""
@@ -121,9 +128,10 @@ class SharePartitionManager:
                 return _persister_error(error)
             sp = SharePartition(start)
             log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+        if not partition.is_leader or partition.leader_epoch != leader_epoch:     # leadership moved meanwhile
+            return E.NOT_LEADER_OR_FOLLOWER
         self._forget(key)
-        self.partitions[key], self.topic_ids[key] = sp, topic_id
-        self.state_epochs[key], self.leader_epochs[key] = epoch, leader_epoch
+        self.partitions[key], self.topic_ids[key], self.state_epochs[key] = sp, topic_id, epoch
         return E.NONE
 
     def _loading(self, key, partition, cfg) -> asyncio.Task:
@@ -159,7 +167,7 @@ class SharePartitionManager:
         loads = {}
         for topic, index in wanted:
             partition = self.replica_manager.get_partition(topic, index)
-            if partition is not None and partition.is_leader and self._needs_load((group_id, topic, index), partition):
+            if partition is not None and partition.is_leader and self._needs_load((group_id, topic, index)):
                 loads[(topic, index)] = self._loading((group_id, topic, index), partition, cfg)
         if loads:
             return asyncio.ensure_future(self._fetch_loaded(group_id, member_id, wanted, loads, max_wait_ms, min_bytes,
@@ -191,7 +199,7 @@ class SharePartitionManager:
             if error:
                 out[(topic, index)] = SharePartitionResult(error, None, [])
                 continue
-            if self._needs_load((group_id, topic, index), partition):     # leadership moved meanwhile
+            if self._needs_load((group_id, topic, index)):     # leadership moved meanwhile
                 out[(topic, index)] = SharePartitionResult(E.NOT_LEADER_OR_FOLLOWER, None, [])
                 continue
             error, sp = self._share_partition(group_id, topic, index, cfg)
@@ -253,8 +261,7 @@ class SharePartitionManager:
         for (topic, index), batches in acks.items():
             sp = self.partitions.get((group_id, topic, index))
             partition = self.replica_manager.get_partition(topic, index)
-            if sp is not None and (partition is None or not partition.is_leader
-                                   or self._needs_load((group_id, topic, index), partition)):
+            if sp is not None and (partition is None or not partition.is_leader):
                 out[(topic, index)] = E.NOT_LEADER_OR_FOLLOWER
                 continue
             if sp is None:
@@ -312,7 +319,6 @@ class SharePartitionManager:
         self.partitions.pop(key, None)
         self.topic_ids.pop(key, None)
         self.state_epochs.pop(key, None)
-        self.leader_epochs.pop(key, None)
         entry = self._timers.pop(key, None)
         if entry is not None:
             entry[1].cancel()
@@ -341,8 +347,6 @@ class SharePartitionManager:
         partition = self.replica_manager.get_partition(topic, index)
         self.topic_ids[key] = partition.topic_id if partition is not None else bytes(16)
         self.state_epochs[key] = epoch
-        if partition is not None:
-            self.leader_epochs[key] = partition.leader_epoch
         if old is not None:
             sp.record_lock_duration_ms, sp.delivery_count_limit, sp.max_record_locks = \
                 old.record_lock_duration_ms, old.delivery_count_limit, old.max_record_locks
