@@ -29,7 +29,7 @@ from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorRequest  # noqa: E402
 from kafka_compat.protocol.messages.metadata import MetadataRequest  # noqa: E402
 from kafka_compat.protocol.messages.read_share_group_state import ReadShareGroupStateRequest  # noqa: E402
-from kafka_compat.server.share.share_coordinator import coordinator_key, partition_for  # noqa: E402
+from kafka_compat.server.share.share_coordinator_shard import coordinator_key, partition_for  # noqa: E402
 
 pytestmark = skip_without_cluster()
 PARTITIONS = 6

@@ -12,10 +12,9 @@ from kafka_compat.protocol.errors import ErrorCode as E
 from kafka_compat.protocol.messages.share_coordinator import ShareUpdateKey, ShareUpdateValue
 from kafka_compat.server.delayed_produce import ProduceResult
 from kafka_compat.server.share.persister import DefaultStatePersister
-from kafka_compat.server.share.share_coordinator import (
-    SHARE_GROUP_STATE_TOPIC,
+from kafka_compat.server.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator
+from kafka_compat.server.share.share_coordinator_shard import (
     PersistedState,
-    ShareCoordinator,
     ShareCoordinatorShard,
     combine_state_batches,
     coordinator_key,

@@ -15,7 +15,7 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.read_share_group_state import ReadShareGroupStateRequest as Read
 from kafka_compat.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest as Summ
 from kafka_compat.protocol.messages.write_share_group_state import WriteShareGroupStateRequest as Write
-from kafka_compat.server.share.share_coordinator import READ_UNINITIALIZED, WRITE_UNINITIALIZED, coordinator_key
+from kafka_compat.server.share.share_coordinator_shard import READ_UNINITIALIZED, WRITE_UNINITIALIZED, coordinator_key
 from kafka_compat.testing import EmbeddedBroker
 
 GROUP = "wire-share"

@@ -21,7 +21,8 @@ from ...protocol.messages.find_coordinator import FindCoordinatorRequest
 from ...protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
 from ...protocol.messages.read_share_group_state import ReadShareGroupStateRequest
 from ...protocol.messages.write_share_group_state import WriteShareGroupStateRequest
-from .share_coordinator import READ_UNINITIALIZED, SHARE_GROUP_STATE_TOPIC, PersistedState, coordinator_key
+from .share_coordinator import SHARE_GROUP_STATE_TOPIC
+from .share_coordinator_shard import READ_UNINITIALIZED, PersistedState, coordinator_key
 
 log = logging.getLogger(__name__)
 E = ErrorCode

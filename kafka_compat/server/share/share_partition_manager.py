@@ -31,7 +31,7 @@ from ...group.group_config import GroupConfig
 from ...protocol.errors import ErrorCode
 from ...sentinels import CONSUMER_REPLICA_ID
 from ..delayed_fetch import FetchParams, PartitionFetchInfo
-from .share_coordinator import PersistedState
+from .share_coordinator_shard import PersistedState
 from .share_fetch_utils import aborted_batches, read_batch_spans, truncate_read
 from .share_partition import AckBatch, AcquiredRecords, SharePartition
 
