@@ -62,6 +62,7 @@ from kafka_compat.protocol.messages.delete_acls import DeleteAclsRequest
 from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafka_compat.protocol.messages.delete_records import DeleteRecordsRequest
 from kafka_compat.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kafka_compat.protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
 from kafka_compat.protocol.messages.delete_topics import DeleteTopicsRequest
 from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest
 from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
@@ -83,6 +84,7 @@ from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorReque
 from kafka_compat.protocol.messages.heartbeat import HeartbeatRequest
 from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
+from kafka_compat.protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
 from kafka_compat.protocol.messages.join_group import JoinGroupRequest
 from kafka_compat.protocol.messages.leave_group import LeaveGroupRequest
 from kafka_compat.protocol.messages.list_config_resources import ListConfigResourcesRequest
@@ -96,6 +98,8 @@ from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from kafka_compat.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from kafka_compat.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from kafka_compat.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from kafka_compat.protocol.messages.share_fetch import ShareFetchRequest
@@ -106,6 +110,7 @@ from kafka_compat.protocol.messages.streams_group_heartbeat import StreamsGroupH
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
+from kafka_compat.protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafka_compat.protocol.primitives import ZERO_UUID
 from kafka_compat.protocol.records import batches, build_batch
@@ -843,6 +848,33 @@ async def end_txn(ctx: Ctx):
     await ctx.grant(WRITE, txn, TRANSACTIONAL_ID)
     assert (await ctx.call(26, 3, body)).error_code == 0
     assert (await txn_state(ctx, txn)).transaction_state in ("PrepareCommit", "CompleteCommit")
+
+
+@case(83, 84, 85, 86, 87)
+async def share_state_rpcs(ctx: Ctx):
+    """CLUSTER_ACTION on the cluster (brokers' persisters only), for each of the five share-state RPCs."""
+    topic = await ctx.topic()
+    tid = (await ctx.admin.call(3, 12, topic_metadata(topic))).topics[0].topic_id
+    group = f"{ctx.name}-group"
+
+    def body(cls, topics_cls, **fields):
+        return cls(group_id=group, topics=[getattr(cls, topics_cls)(topic_id=tid, partitions=[
+            cls.PartitionData(partition=0, **fields)])])
+    calls = [(83, 0, body(InitializeShareGroupStateRequest, "InitializeStateData", state_epoch=0, start_offset=0)),
+             (84, 0, body(ReadShareGroupStateRequest, "ReadStateData", leader_epoch=0)),
+             (85, 1, body(WriteShareGroupStateRequest, "WriteStateData", state_epoch=0, leader_epoch=0,
+                          start_offset=1, state_batches=[])),
+             (87, 1, body(ReadShareGroupStateSummaryRequest, "ReadStateSummaryData", leader_epoch=0)),
+             (86, 0, body(DeleteShareGroupStateRequest, "DeleteStateData"))]
+    for key, version, request in calls:
+        r = await ctx.call(key, version, request)
+        assert r.results[0].partitions[0].error_code == E.CLUSTER_AUTHORIZATION_FAILED, key
+    summary = (await ctx.admin.call(87, 1, calls[3][2])).results[0].partitions[0]
+    assert (summary.error_code, summary.start_offset) == (0, -1), "nothing was initialized"
+    await ctx.grant(9, "kafka-cluster", CLUSTER)                         # CLUSTER_ACTION: brokers only
+    for key, version, request in calls:
+        r = await ctx.call(key, version, request)
+        assert r.results[0].partitions[0].error_code == 0, (key, r)
 
 
 @case(27)

@@ -20,7 +20,6 @@ STILL_OPEN = {
     22: ("InitProducerId v6: KIP-939 two-phase commit", 31),
     78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
     79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
-    **{k: (APIS[k].name, 34) for k in (83, 84, 85, 86, 87)},        # the share-state RPCs between brokers
 }
 
 # Kafka 4.3's highest versions of the APIs Kafka 4.4 raised: what is advertised never falls below them

@@ -244,34 +244,3 @@ def test_state_kept_by_the_share_coordinator_round_trips():
     assert back.acquire("b", [(0, 9)], 500, 0) == [AcquiredRecords(2, 3, 2), AcquiredRecords(5, 9, 2)]
     holes = SharePartition.from_state(10, [(8, 11, AK, 1), (14, 15, AR, 2)])
     assert view(holes) == [(12, 13, AV, 0, None), (14, 15, AR, 2, None)] and holes.start_offset == 12
-
-
-def test_share_coordinator_records_and_partitions():
-    from kafka_compat.protocol.messages.share_coordinator import ShareUpdateKey, ShareUpdateValue
-    from kafka_compat.server.share.share_coordinator import (
-        PersistedState,
-        ShareCoordinator,
-        java_string_hash,
-        partition_for,
-        read_record,
-        snapshot_record,
-    )
-
-    assert java_string_hash("hello") == 99162322 and java_string_hash("") == 0
-    topic_id = bytes(range(16))
-    assert 0 <= partition_for("g", topic_id, 3, 50) < 50
-    key, value = snapshot_record("g", topic_id, 3, PersistedState(5, 0, [(5, 6, 2, 1)]), 7, 1000)
-    assert key[:2] == b"\x00\x00" and value[:2] == b"\x00\x00"       # ShareSnapshot: key type 0, value version 0
-    (g, t, p), kind, v = read_record(key, value)
-    assert (g, t, p, kind, v.start_offset, v.leader_epoch) == ("g", topic_id, 3, 0, 5, 7)
-    coordinator = ShareCoordinator({"share.coordinator.state.topic.num.partitions": 50,
-                                    "share.coordinator.state.topic.segment.bytes": 1 << 20,
-                                    "share.coordinator.state.topic.min.isr": 1}, None, None)
-    coordinator._replay(key, value)
-    update_key = b"\x00\x01" + ShareUpdateKey(group_id="g", topic_id=topic_id, partition=3).encode(0)
-    update = b"\x00\x00" + ShareUpdateValue(snapshot_epoch=0, leader_epoch=7, start_offset=-1, state_batches=[
-        ShareUpdateValue.StateBatch(first_offset=6, last_offset=8, delivery_state=4, delivery_count=2)]).encode(0)
-    coordinator._replay(update_key, update)
-    assert coordinator.read("g", topic_id, 3) == PersistedState(5, 0, [(5, 5, 2, 1), (6, 8, 4, 2)])
-    coordinator._replay(key, None)
-    assert coordinator.read("g", topic_id, 3) is None

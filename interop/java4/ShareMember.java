@@ -9,7 +9,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * One share group member (KIP-932) written with the Java client 4.x's KafkaShareConsumer, reporting
- * every record it is given as a JSON line {"event":"record","p":..,"o":..,"v":..,"d":delivery count,"ack":..}
+ * every record it is given as a JSON line {"event":"record","p":..,"o":..,"v":..,"d":delivery count,"ack":..},
+ * and in explicit mode, once commitSync says a partition's acknowledgements were kept, each record it
+ * accepted there as {"event":"accepted","p":..,"o":..,"v":..}
  * for interop/test_share_groups.py; "close" on stdin closes it, SIGKILL is a crash.
  *
  * usage: ShareMember BOOTSTRAP TOPIC GROUP NAME MODE
@@ -64,6 +66,7 @@ public final class ShareMember {
         try {
             while (true) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(500));
+                java.util.List<ConsumerRecord<String, String>> accepted = new java.util.ArrayList<>();
                 for (ConsumerRecord<String, String> r : records) {
                     int delivery = r.deliveryCount().map(Short::intValue).orElse(-1);
                     String ack = mode.equals("implicit") ? "ACCEPT" : mode.equals("hold") ? "HOLD"
@@ -71,8 +74,27 @@ public final class ShareMember {
                     emit("record", "\"p\":" + r.partition() + ",\"o\":" + r.offset() + ",\"v\":" + quote(r.value())
                         + ",\"d\":" + delivery + ",\"ack\":" + quote(ack));
                     if (mode.equals("explicit")) consumer.acknowledge(r, decide(r, delivery));
+                    if (mode.equals("explicit") && decide(r, delivery) == AcknowledgeType.ACCEPT) accepted.add(r);
                 }
-                if (mode.equals("explicit") && !records.isEmpty()) consumer.commitSync();
+                if (mode.equals("explicit") && !records.isEmpty()) {
+                    java.util.Map<org.apache.kafka.common.TopicIdPartition,
+                        java.util.Optional<org.apache.kafka.common.KafkaException>> kept;
+                    try {
+                        kept = consumer.commitSync();
+                    } catch (org.apache.kafka.common.KafkaException e) {
+                        emit("commit-failed", "\"error\":" + quote(e.toString()));
+                        continue;
+                    }
+                    java.util.Set<Integer> ok = new java.util.HashSet<>();
+                    kept.forEach((tp, error) -> {
+                        if (error.isEmpty()) ok.add(tp.partition());
+                        else emit("commit-failed", "\"p\":" + tp.partition() + ",\"error\":" + quote(error.get().toString()));
+                    });
+                    for (ConsumerRecord<String, String> r : accepted) {
+                        if (ok.contains(r.partition())) emit("accepted", "\"p\":" + r.partition() + ",\"o\":" + r.offset()
+                            + ",\"v\":" + quote(r.value()));
+                    }
+                }
                 if (mode.equals("hold") && !records.isEmpty()) {
                     emit("holding", "");
                     closing.await();        // holds its records, never polling again, until killed or closed

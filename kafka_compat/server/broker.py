@@ -118,11 +118,13 @@ from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
+from .share.persister import DefaultStatePersister
 from .share.share_coordinator import ShareCoordinator
 from .share.share_partition_manager import SharePartitionManager
 from .share.share_session_cache import ShareSessionCache
 from .share_fetch import ShareFetchApi
 from .share_groups import ShareGroupsApi
+from .share_state import ShareStateApi
 from .streams_groups import StreamsGroupsApi
 from .topics import TopicRegistry
 from .transactions import TransactionsApi
@@ -147,7 +149,7 @@ HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
                    ElectLeadersApi, LocalReassignmentsApi, ConfigsApi, ClientTelemetryApi, ClientQuotasApi,
                    SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi, UpdateFeaturesApi,
-                   DelegationTokenApis)
+                   DelegationTokenApis, ShareStateApi)
 CONTROLLED_SHUTDOWN_VERSION = 3
 TXN_REQUEST_TIMEOUT_MS = 30000      # Kafka's request.timeout.ms for markers and KIP-890 checks
 
@@ -244,6 +246,8 @@ class Broker:
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.share_partition_manager: SharePartitionManager | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        self.share_persister: DefaultStatePersister | None = None
+        self.share_channel: NetworkClient | None = None         # the persister's calls to other brokers
         self._share_fetch_api: ShareFetchApi | None = None
         self.features = FeatureCache()          # the finalized feature levels (KIP-584) this broker acts on
         self.feature_manager: LocalFeatureManager | ZkFeatureManager | None = None
@@ -441,9 +445,7 @@ class Broker:
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
         await self._start_transactions(elect_locally=True)
-        # a single node keeps share partitions' state in __share_group_state, read back once here
-        self.share_coordinator = ShareCoordinator(cfg, self.replica_manager, self.controller)
-        await asyncio.to_thread(self.share_coordinator.load)
+        await self._start_share_coordinator(elect_locally=True)
         await self._start_remote_log_manager(cluster=False)
         self.apis = KafkaApis(self._handlers())
         self._start_token_expiry()
@@ -487,6 +489,25 @@ class Broker:
         self.add_partitions_to_txn = AddPartitionsToTxnManager(self.broker_id, self.txn_coordinator,
                                                                self.metadata_cache, send)
         await self.txn_coordinator.startup()
+
+    async def _start_share_coordinator(self, elect_locally: bool) -> None:
+        """The share coordinator, and the persister that share partitions keep their state through: in-process
+        on a single node, which leads every `__share_group_state` partition; in a cluster LeaderAndIsr says
+        which partitions this broker loads, and the others are reached over the inter-broker listener."""
+        cfg = self.config
+        self.share_coordinator = ShareCoordinator(
+            cfg, self.replica_manager, self.metadata_cache, self.controller,
+            replication_factor=1 if elect_locally else cfg["share.coordinator.state.topic.replication.factor"])
+        send = None
+        if not elect_locally:
+            self.share_channel = NetworkClient(f"broker-{self.broker_id}-share", request_timeout_ms=5000,
+                                               security=self.inter_broker_security())
+
+            async def send(broker_id, api_key, api_version, body):
+                return await self.share_channel.send(self._inter_broker_node(broker_id), api_key, api_version, body)
+        self.share_persister = DefaultStatePersister(self.share_coordinator, self.metadata_cache, self.broker_id,
+                                                     send)
+        await self.share_coordinator.startup(elect_locally)
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
@@ -585,11 +606,14 @@ class Broker:
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
         await self._start_transactions(elect_locally=False)
+        await self._start_share_coordinator(elect_locally=False)
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
             self.topic_configs, metadata_listeners=self._metadata_listeners(), txn_coordinator=self.txn_coordinator,
-            wait_registered=self._wait_registered, auth=AuthHelper(self.authorizer)))
+            wait_registered=self._wait_registered, auth=AuthHelper(self.authorizer),
+            share_coordinator=self.share_coordinator,
+            leadership_lost=[self.share_partition_manager.on_leadership_lost] if self.share_partition_manager else []))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
@@ -691,7 +715,7 @@ class Broker:
                 GROUP_METADATA_TOPIC_NAME: self.group_coordinator.runtime.ensure_topic,
                 TRANSACTION_STATE_TOPIC_NAME: self.txn_coordinator.state_manager.ensure_topic}),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
-            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
+            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth, self.share_coordinator),
             GroupsApi(self.group_coordinator, cache, auth, self.add_partitions_to_txn.verify,
                       cfg["transaction.partition.verification.enable"]),
             CreateTopicsApi(cfg, cache, controller, auth, quotas),
@@ -717,6 +741,7 @@ class Broker:
             TransactionsApi(self.txn_coordinator, cache, auth),
             self.txn_marker_writer,
             UpdateFeaturesApi(self.feature_manager, auth),
+            ShareStateApi(self.share_coordinator, auth),
         ]
         enabled = enabled_handler_classes(cfg)
         return [h for h in handlers if type(h) in enabled]
@@ -730,7 +755,7 @@ class Broker:
         if self.share_partition_manager is None:
             self.share_partition_manager = SharePartitionManager(
                 self.replica_manager, self.group_coordinator.group_configs.group_config,
-                persister=self.share_coordinator)
+                persister=self.share_persister)
             self.group_coordinator.share_group_deleted.append(self.share_partition_manager.on_group_deleted)
             if hasattr(self.controller, "on_topic_deleted"):        # a single node's own topic deletion
                 self.controller.on_topic_deleted.append(self.share_partition_manager.on_topic_deleted)
@@ -765,6 +790,8 @@ class Broker:
             await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_coordinator is not None:
+            await self.share_coordinator.shutdown()
         if self.share_partition_manager is not None:
             self.share_partition_manager.shutdown()
         if self.controller is not None and not self.cluster_mode:
@@ -777,7 +804,7 @@ class Broker:
             self.replica_manager.shutdown()
         if self.alter_partition_manager is not None:
             await self.alter_partition_manager.shutdown()
-        for client in (self.to_controller, self.controller_channel, self.txn_channel):
+        for client in (self.to_controller, self.controller_channel, self.txn_channel, self.share_channel):
             if client is not None:
                 await client.close()
         if self.log_manager is not None:

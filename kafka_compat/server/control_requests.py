@@ -9,7 +9,8 @@ refused with STALE_CONTROLLER_EPOCH. LeaderAndIsr and StopReplica then go to the
 ReplicaManager partition by partition (its rules are there); UpdateMetadata
 replaces what the MetadataCache knows. The group coordinator follows: it loads
 a `__consumer_offsets` partition this broker starts leading and unloads one it
-stops leading or deletes.
+stops leading or deletes; the transaction coordinator does so with `__transaction_state`, the share
+coordinator with `__share_group_state`.
 
 Before all of that, as in Kafka, the sender must hold CLUSTER_ACTION on the cluster (the
 inter-broker principal, normally a super user): anyone else gets CLUSTER_AUTHORIZATION_FAILED.
@@ -26,7 +27,12 @@ from ..protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from ..protocol.messages.stop_replica import StopReplicaResponse
 from ..protocol.messages.update_metadata import UpdateMetadataResponse
 from ..protocol.primitives import ZERO_UUID
-from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, UNKNOWN_BROKER_EPOCH
+from ..sentinels import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    UNKNOWN_BROKER_EPOCH,
+)
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionLeadership
 from .registry import handles
@@ -65,7 +71,8 @@ class ControlRequestsApi:
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
                  metadata_listeners: Sequence[Callable[[list[str]], None]] = (), txn_coordinator=None,
                  wait_registered: Callable[[int], Awaitable[bool]] | None = None,
-                 auth: AuthHelper = NO_AUTHORIZER):
+                 auth: AuthHelper = NO_AUTHORIZER, share_coordinator=None,
+                 leadership_lost: Sequence[Callable[[str, int], None]] = ()):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
         (optional) gives the overrides of topics new to this broker before their logs are made
         (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
@@ -84,6 +91,8 @@ class ControlRequestsApi:
         self.txn_coordinator = txn_coordinator
         self.wait_registered = wait_registered
         self.auth = auth
+        self.share_coordinator = share_coordinator
+        self.leadership_lost = list(leadership_lost)     # (topic, index) once this broker stops leading it
 
     def _refused(self, request, epoch_since: int) -> bool:
         """Kafka's isBrokerEpochStale (BrokerEpoch exists from version ``epoch_since``), and also: no
@@ -152,15 +161,27 @@ class ControlRequestsApi:
                 self.group_coordinator.on_election(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_become_leader(partition.index, partition.leader_epoch)
+            elif partition.topic == SHARE_GROUP_STATE_TOPIC_NAME and self.share_coordinator is not None:
+                self.share_coordinator.on_election(partition.index, partition.leader_epoch)
         for partition in result.followers:
             if partition.topic == GROUP_METADATA_TOPIC_NAME:
                 self.group_coordinator.on_resignation(partition.index, partition.leader_epoch)
             elif partition.topic == TRANSACTION_STATE_TOPIC_NAME and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(partition.index, partition.leader_epoch)
+            elif partition.topic == SHARE_GROUP_STATE_TOPIC_NAME and self.share_coordinator is not None:
+                self.share_coordinator.on_resignation(partition.index, partition.leader_epoch)
+            self._lost(partition.topic, partition.index)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         ids = {name: topic_id for name, topic_id, _ in topics}
         return self._leader_and_isr_response(v, ErrorCode.NONE, result.partition_errors, ids)
+
+    def _lost(self, topic: str, index: int) -> None:
+        for listener in self.leadership_lost:
+            try:
+                listener(topic, index)
+            except Exception:
+                log.exception("leadership listener failed")
 
     def _leader_and_isr_error(self, req, v, code):
         topics = self._leader_and_isr_topics(req, v)
@@ -250,6 +271,11 @@ class ControlRequestsApi:
             elif topic == TRANSACTION_STATE_TOPIC_NAME and errors.get((topic, index)) == ErrorCode.NONE \
                     and self.txn_coordinator is not None:
                 self.txn_coordinator.on_resign(index, leader_epoch)
+            elif topic == SHARE_GROUP_STATE_TOPIC_NAME and errors.get((topic, index)) == ErrorCode.NONE \
+                    and self.share_coordinator is not None:
+                self.share_coordinator.on_resignation(index, leader_epoch)
+            if errors.get((topic, index)) == ErrorCode.NONE:
+                self._lost(topic, index)
         if self.replica_manager.fetcher_manager is not None:
             self.replica_manager.fetcher_manager.shutdown_idle_fetchers()
         return self._stop_replica_response(ErrorCode.NONE, errors)

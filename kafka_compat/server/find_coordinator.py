@@ -1,7 +1,9 @@
-"""FindCoordinator: which broker coordinates a group or a transactional id.
+"""FindCoordinator: which broker coordinates a group, a transactional id or a share partition.
 
 A group's coordinator is the leader of its `__consumer_offsets` partition, a
-transactional id's the leader of its `__transaction_state` partition; each
+transactional id's the leader of its `__transaction_state` partition, a share
+partition's ("groupId:topicId:partition", key type 2, brokers' persisters asking with
+CLUSTER_ACTION, version 6+) the leader of its `__share_group_state` partition; each
 coordinator says which partition and whether it is ready, the MetadataCache says
 where that broker listens for the request's listener.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.find_coordinator import FindCoordinatorResponse
-from .auth_helper import DESCRIBE, GROUP, NO_AUTHORIZER, TRANSACTIONAL_ID, AuthHelper
+from .auth_helper import CLUSTER_ACTION, DESCRIBE, GROUP, NO_AUTHORIZER, TRANSACTIONAL_ID, AuthHelper
 from .metadata import listener_of
 from .metadata_cache import MetadataCache
 from .registry import handles
@@ -19,8 +21,9 @@ GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 class FindCoordinatorApi:
     def __init__(self, group_coordinator, txn_coordinator, metadata_cache: MetadataCache,
-                 auth: AuthHelper = NO_AUTHORIZER):
+                 auth: AuthHelper = NO_AUTHORIZER, share_coordinator=None):
         self.group_coordinator = group_coordinator
+        self.share_coordinator = share_coordinator
         self.txn_coordinator = txn_coordinator
         self.metadata_cache = metadata_cache
         self.auth = auth
@@ -36,7 +39,12 @@ class FindCoordinatorApi:
             error, node = self.group_coordinator.find_coordinator(key)
         elif key_type == TRANSACTION_KEY:
             error, node = self.txn_coordinator.find_coordinator(key)
-        else:   # share groups (2) are not implemented; anything else is malformed
+        elif key_type == SHARE_KEY and request.api_version >= 6 and self.share_coordinator is not None:
+            try:
+                error, node = self.share_coordinator.find_coordinator(key)
+            except ValueError:      # Kafka's SharePartitionKey.validate refused the key
+                error, node = ErrorCode.INVALID_REQUEST, -1
+        else:   # a share key before version 6, or an unknown key type
             error, node = ErrorCode.INVALID_REQUEST, -1
         if error:
             return error, -1, "", -1
@@ -52,6 +60,13 @@ class FindCoordinatorApi:
     def handle_find_coordinator(self, request):
         req = request.body
         listener = listener_of(request)
+        if req.key_type == SHARE_KEY and request.api_version >= 6 \
+                and not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            # Kafka's authorizeClusterOperation throws: the whole request fails
+            denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[FindCoordinatorResponse.Coordinator(
+                key=key, node_id=-1, host="", port=-1, error_code=denied, error_message=denied.message)
+                for key in req.coordinator_keys])
         if request.api_version >= 4:
             coordinators = []
             for key in req.coordinator_keys:

@@ -473,6 +473,12 @@ BROKER_CONFIG_DEF = (
             "min.insync.replicas of __share_group_state.")
     .define("share.coordinator.state.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
             "Segment size of __share_group_state.")
+    .define("share.coordinator.snapshot.update.records.per.snapshot", INT, 500, at_least(0), MEDIUM,
+            "ShareUpdate records of a share partition between two of its ShareSnapshots.")
+    .define("share.coordinator.write.timeout.ms", INT, 5000, at_least(1), HIGH,
+            "Wait for a __share_group_state write to be replicated.")
+    .define("share.coordinator.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH,
+            "Read size when loading __share_group_state.")
     .define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
             "Segment size of __consumer_offsets.")
     .define("offsets.topic.compression.codec", INT, 0, None, HIGH, "Codec id for offset commits (0 = none).")

@@ -60,8 +60,9 @@ class ShareFetchApi:
                 topic.name if self.auth.authorize(request, READ, TOPIC, topic.name) else False)
         return out
 
-    def _acknowledge(self, group_id: str, member_id: str, topics, names: dict) -> dict:
-        """{(topic id, index): error} for the acknowledgements in ``topics``."""
+    def _acknowledge(self, group_id: str, member_id: str, topics, names: dict):
+        """{(topic id, index): error} for the acknowledgements in ``topics``, or a coroutine of it when their
+        state is still being written (an acknowledgement is answered once it is kept)."""
         acks, errors = {}, {}
         for t in topics:
             for p in t.partitions:
@@ -79,6 +80,14 @@ class ShareFetchApi:
             results = self.manager.acknowledge(group_id, member_id, {
                 name_key: acks[key] for name_key, key in by_name.items()})
             errors.update({by_name[k]: error for k, error in results.items()})
+            kept = [(group_id, *k) for k, error in results.items() if error == E.NONE]
+            if self.manager.has_pending_writes(kept):
+                return self._persisted(errors, kept, by_name)
+        return errors
+
+    async def _persisted(self, errors: dict, kept: list, by_name: dict) -> dict:
+        for (_, name, index), error in (await self.manager.persisted(kept)).items():
+            errors[by_name[(name, index)]] = error
         return errors
 
     def on_disconnect(self, connection) -> None:
@@ -127,6 +136,15 @@ class ShareFetchApi:
             return _fetch_error(e.error_code, str(e))
         names = self._names(request, [t.topic_id for t in req.topics] + [tid for tid, _ in ctx.partitions])
         ack_errors = self._acknowledge(req.group_id, req.member_id, req.topics, names) if has_acks else {}
+        if asyncio.iscoroutine(ack_errors):
+            return self._fetch_when_kept(req, ctx, names, ack_errors)
+        return self._fetch_after_acks(req, ctx, names, ack_errors, has_acks)
+
+    async def _fetch_when_kept(self, req, ctx, names, ack_errors):
+        response = self._fetch_after_acks(req, ctx, names, await ack_errors, True)
+        return await response if asyncio.iscoroutine(response) else response
+
+    def _fetch_after_acks(self, req, ctx, names, ack_errors: dict, has_acks: bool):
         lock_ms = self.manager.lock_duration_ms(req.group_id)
         if ctx.final:
             self._close_session(ctx.session)
@@ -200,6 +218,14 @@ class ShareFetchApi:
         errors = self._acknowledge(req.group_id, req.member_id, req.topics, names)
         if ctx.final:
             self._close_session(ctx.session)
+        if asyncio.iscoroutine(errors):
+            return self._acknowledge_when_kept(req, names, errors)
+        return self._acknowledge_response(req, names, errors)
+
+    async def _acknowledge_when_kept(self, req, names, errors):
+        return self._acknowledge_response(req, names, await errors)
+
+    def _acknowledge_response(self, req, names, errors: dict):
         by_topic: dict = {}
         for t in req.topics:
             for p in t.partitions:

@@ -9,9 +9,14 @@ purgatory for MinBytes or MaxWaitMs), starting at each partition's next fetch of
 read are then acquired for the member (whole batches, up to MaxRecords across the request) and the
 read is cut after the last acquired batch. Batch headers are walked, records never.
 
-Acquisition locks run out on a timer per share partition, armed at its earliest lock expiry. State
-lives in memory on the leader (no share coordinator yet): a restarted broker starts each share
-partition again from `share.auto.offset.reset`.
+Acquisition locks run out on a timer per share partition, armed at its earliest lock expiry. With a
+persister (share/persister.py: the share coordinator, in-process or over the inter-broker listener) a
+share partition's state is read at its first fetch under this leader epoch (a share partition never
+initialized there is initialized at its `share.auto.offset.reset` start), and written after every change
+it must keep (acknowledgements, releases, expired locks, offset resets), one write at a time per share
+partition, each carrying the whole state. An acknowledgement is answered once its write is done
+(`persisted`). Leadership that moved away and back reads the state again: another leader may have
+changed it meanwhile.
 """
 from __future__ import annotations
 
@@ -26,13 +31,14 @@ from ...group.group_config import GroupConfig
 from ...protocol.errors import ErrorCode
 from ...sentinels import CONSUMER_REPLICA_ID
 from ..delayed_fetch import FetchParams, PartitionFetchInfo
-from .share_coordinator import PersistedState
+from .share_coordinator_shard import PersistedState
 from .share_fetch_utils import aborted_batches, read_batch_spans, truncate_read
 from .share_partition import AckBatch, AcquiredRecords, SharePartition
 
 log = logging.getLogger(__name__)
 E = ErrorCode
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
+WRITE, INITIALIZE, DELETE = 0, 1, 2         # what a share partition's next write does
 
 
 class SharePartitionResult(NamedTuple):
@@ -52,7 +58,10 @@ class SharePartitionManager:
         self.persister = persister
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.topic_ids: dict[tuple[str, str, int], bytes] = {}
+        self.state_epochs: dict[tuple[str, str, int], int] = {}
         self._timers: dict[tuple[str, str, int], tuple[int, asyncio.TimerHandle]] = {}
+        self._loads: dict[tuple[str, str, int], asyncio.Task] = {}
+        self._writers: dict[tuple[str, str, int], _StateWriter] = {}
 
     def shutdown(self) -> None:
         for _, handle in self._timers.values():
@@ -84,24 +93,67 @@ class SharePartitionManager:
                 return error, -1
         return E.NONE, found.offset
 
+    def _needs_load(self, key) -> bool:
+        """Whether the share partition's state must be read from the persister first: a leader reads it once
+        (an ISR change bumps the leader epoch in ZooKeeper mode, and keeps the state here); leadership lost
+        forgets it (`on_leadership_lost`), so that leading again reads what another leader wrote meanwhile."""
+        return self.persister is not None and key not in self.partitions
+
+    def on_leadership_lost(self, topic: str, index: int) -> None:
+        """This broker no longer leads the partition: its share partitions go (their locks with them)."""
+        keys = [k for k in self.partitions if k[1] == topic and k[2] == index]
+        for key in keys:
+            self._forget(key)
+        if keys:
+            log.info("share partitions of %s-%d forgotten: leadership moved", topic, index)
+
+    async def _load(self, key, partition, cfg) -> int:
+        """Read the share partition's state from the persister (initializing it when it has none)."""
+        group_id, topic, index = key
+        topic_id, leader_epoch = partition.topic_id, partition.leader_epoch
+        error, kept = await self.persister.read(group_id, topic_id, index, leader_epoch)
+        if error:
+            return _persister_error(error)
+        if kept is not None and kept.start_offset >= 0:
+            sp = SharePartition.from_state(kept.start_offset, kept.batches)
+            log.info("share partition %s %s-%d resumes at %d", group_id, topic, index, sp.start_offset)
+            epoch = kept.state_epoch
+        else:
+            error, start = self._start_offset(topic, index, cfg)
+            if error:
+                return error
+            epoch = kept.state_epoch if kept is not None else 0
+            error = await self.persister.initialize(group_id, topic_id, index, epoch, start)
+            if error:
+                return _persister_error(error)
+            sp = SharePartition(start)
+            log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+        if not partition.is_leader or partition.leader_epoch != leader_epoch:     # leadership moved meanwhile
+            return E.NOT_LEADER_OR_FOLLOWER
+        self._forget(key)
+        self.partitions[key], self.topic_ids[key], self.state_epochs[key] = sp, topic_id, epoch
+        return E.NONE
+
+    def _loading(self, key, partition, cfg) -> asyncio.Task:
+        task = self._loads.get(key)
+        if task is None or task.done():
+            task = self._loads[key] = asyncio.get_running_loop().create_task(self._load(key, partition, cfg))
+            task.add_done_callback(lambda t, key=key: self._loads.pop(key, None) if self._loads.get(key) is t
+                                   else None)
+        return task
+
     def _share_partition(self, group_id: str, topic: str, index: int, cfg: dict) -> tuple[int, SharePartition | None]:
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
         if sp is None:
             partition = self.replica_manager.get_partition(topic, index)
-            topic_id = partition.topic_id if partition is not None else bytes(16)
-            kept = self.persister.read(group_id, topic_id, index) if self.persister is not None else None
-            if kept is not None:
-                sp = SharePartition.from_state(kept.start_offset, kept.batches)
-                log.info("share partition %s %s-%d resumes at %d", group_id, topic, index, sp.start_offset)
-            else:
-                error, start = self._start_offset(topic, index, cfg)
-                if error:
-                    return error, None
-                sp = SharePartition(start)
-                log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
+            error, start = self._start_offset(topic, index, cfg)
+            if error:
+                return error, None
+            sp = SharePartition(start)
+            log.info("share partition %s %s-%d starts at %d", group_id, topic, index, start)
             self.partitions[key] = sp
-            self.topic_ids[key] = topic_id
+            self.topic_ids[key] = partition.topic_id if partition is not None else bytes(16)
         sp.record_lock_duration_ms = int(cfg["share.record.lock.duration.ms"])
         sp.delivery_count_limit = int(cfg["share.delivery.count.limit"])
         sp.max_record_locks = int(cfg["share.partition.max.record.locks"])
@@ -112,8 +164,32 @@ class SharePartitionManager:
               max_records: int):
         """``wanted``: [(topic name, index)]. Returns {(topic, index): SharePartitionResult}, or a future of it."""
         cfg = self.group_config(group_id)
+        loads = {}
+        for topic, index in wanted:
+            partition = self.replica_manager.get_partition(topic, index)
+            if partition is not None and partition.is_leader and self._needs_load((group_id, topic, index)):
+                loads[(topic, index)] = self._loading((group_id, topic, index), partition, cfg)
+        if loads:
+            return asyncio.ensure_future(self._fetch_loaded(group_id, member_id, wanted, loads, max_wait_ms, min_bytes,
+                                                            max_bytes, max_records))
+        return self._fetch(group_id, member_id, wanted, max_wait_ms, min_bytes, max_bytes, max_records, {})
+
+    async def _fetch_loaded(self, group_id, member_id, wanted, loads, max_wait_ms, min_bytes, max_bytes, max_records):
+        """The fetch once the share partitions' states are read; those that could not be answer the error."""
+        out = {}
+        for k, task in loads.items():
+            error = await task
+            if error:
+                out[k] = SharePartitionResult(error, None, [])
+        rest = [k for k in wanted if k not in out]
+        result = self._fetch(group_id, member_id, rest, max_wait_ms, min_bytes, max_bytes, max_records, out) \
+            if rest else out
+        return await result if isinstance(result, asyncio.Future) else result
+
+    def _fetch(self, group_id: str, member_id: str, wanted: list, max_wait_ms: int, min_bytes: int, max_bytes: int,
+               max_records: int, out: dict):
+        cfg = self.group_config(group_id)
         now = self.clock()
-        out: dict = {}
         fetches = []
         per_partition = max(max_bytes // max(len(wanted), 1), 1)
         for topic, index in wanted:
@@ -122,6 +198,9 @@ class SharePartitionManager:
                 error = E.NOT_LEADER_OR_FOLLOWER
             if error:
                 out[(topic, index)] = SharePartitionResult(error, None, [])
+                continue
+            if self._needs_load((group_id, topic, index)):     # leadership moved meanwhile
+                out[(topic, index)] = SharePartitionResult(E.NOT_LEADER_OR_FOLLOWER, None, [])
                 continue
             error, sp = self._share_partition(group_id, topic, index, cfg)
             if error:
@@ -181,6 +260,10 @@ class SharePartitionManager:
         out = {}
         for (topic, index), batches in acks.items():
             sp = self.partitions.get((group_id, topic, index))
+            partition = self.replica_manager.get_partition(topic, index)
+            if sp is not None and (partition is None or not partition.is_leader):
+                out[(topic, index)] = E.NOT_LEADER_OR_FOLLOWER
+                continue
             if sp is None:
                 out[(topic, index)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -199,29 +282,52 @@ class SharePartitionManager:
                 self._persist((group_id, topic, index))
         return released
 
-    def _persist(self, key, delete: bool = False) -> None:
-        """Hand the share partition's state to the share coordinator (a tombstone with ``delete``)."""
-        if self.persister is None:
+    def _persist(self, key, delete: bool = False, initialize: bool = False) -> None:
+        """Hand the share partition's state to the share coordinator (its deletion with ``delete``, a new state
+        epoch with ``initialize``)."""
+        if self.persister is None or self.topic_ids.get(key) is None:
             return
+        writer = self._writers.get(key)
+        if writer is None:
+            writer = self._writers[key] = _StateWriter(self, key, self.topic_ids[key])
+        writer.request(DELETE if delete else INITIALIZE if initialize else WRITE)
+
+    def _current_state(self, key):
+        """(state, leader epoch, delivery-complete count) to write now; None once the share partition is gone."""
         sp = self.partitions.get(key)
-        group_id, topic, index = key
-        topic_id = self.topic_ids.get(key)
-        if topic_id is None or (sp is None and not delete):
-            return
-        partition = self.replica_manager.get_partition(topic, index)
-        state = None if delete else PersistedState(sp.start_offset, 0, sp.persisted_batches())
-        self.persister.write(group_id, topic_id, index, state, partition.leader_epoch if partition else -1,
-                             self.clock(), -1 if delete else sp.delivery_complete_count())
+        if sp is None:
+            return None
+        partition = self.replica_manager.get_partition(key[1], key[2])
+        return (PersistedState(sp.start_offset, self.state_epochs.get(key, 0), sp.persisted_batches()),
+                partition.leader_epoch if partition is not None else -1, sp.delivery_complete_count())
+
+    async def persisted(self, keys) -> dict:
+        """Wait for the writes asked so far of these share partitions; {key: error} of those that failed."""
+        out = {}
+        for key in keys:
+            writer = self._writers.get(key)
+            if writer is not None:
+                error = await writer.done()
+                if error:
+                    out[key] = _persister_error(error)
+        return out
+
+    def has_pending_writes(self, keys) -> bool:
+        return any(key in self._writers and self._writers[key].busy for key in keys)
+
+    def _forget(self, key) -> None:
+        self.partitions.pop(key, None)
+        self.topic_ids.pop(key, None)
+        self.state_epochs.pop(key, None)
+        entry = self._timers.pop(key, None)
+        if entry is not None:
+            entry[1].cancel()
 
     def _drop(self, keys, delete_state: bool = False) -> None:
         for key in keys:
             if delete_state:
                 self._persist(key, delete=True)
-            del self.partitions[key]
-            self.topic_ids.pop(key, None)
-            entry = self._timers.pop(key, None)
-            if entry is not None:
-                entry[1].cancel()
+            self._forget(key)
 
     def on_topic_deleted(self, topic: str, partitions: int | None = None) -> None:
         self._drop([k for k in self.partitions if k[1] == topic], delete_state=True)
@@ -235,14 +341,16 @@ class SharePartitionManager:
         """AlterShareGroupOffsets (the group is empty): the share partition starts again at ``offset``."""
         key = (group_id, topic, index)
         old = self.partitions.get(key)
+        epoch = self.state_epochs.get(key, 0) + 1       # a new state epoch fences writes of the old one
         self._drop([key] if old is not None else [])
         sp = self.partitions[key] = SharePartition(offset)
         partition = self.replica_manager.get_partition(topic, index)
         self.topic_ids[key] = partition.topic_id if partition is not None else bytes(16)
+        self.state_epochs[key] = epoch
         if old is not None:
             sp.record_lock_duration_ms, sp.delivery_count_limit, sp.max_record_locks = \
                 old.record_lock_duration_ms, old.delivery_count_limit, old.max_record_locks
-        self._persist(key)
+        self._persist(key, initialize=True)
 
     def delete_offsets(self, group_id: str, topic: str) -> bool:
         """DeleteShareGroupOffsets: forget the group's share partitions of ``topic``; whether it had any."""
@@ -288,6 +396,74 @@ class SharePartitionManager:
             log.debug("share partition %s %s-%d: %d records' locks expired", *key, released)
             self._persist(key)
         self._arm(*key)
+
+
+def _persister_error(error: int) -> int:
+    """What a share partition answers for a persister's error (Kafka's SharePartition.fetchPersisterError)."""
+    if error in (E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.FENCED_STATE_EPOCH, E.FENCED_LEADER_EPOCH, E.INVALID_REQUEST):
+        return error
+    return E.UNKNOWN_SERVER_ERROR
+
+
+class _StateWriter:
+    """One share partition's writes, one at a time: a write asked while another is under way is done after
+    it, with the state as it is then (so it carries every change asked before it)."""
+
+    def __init__(self, manager: SharePartitionManager, key, topic_id: bytes):
+        self.manager = manager
+        self.key = key
+        self.topic_id = topic_id
+        self.waiting: list[asyncio.Future] = []     # resolved by the next write to start
+        self.mode = WRITE
+        self.task: asyncio.Task | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def request(self, mode: int = 0) -> asyncio.Future:
+        """``mode``: WRITE, INITIALIZE (a new state epoch) or DELETE; the strongest asked wins."""
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        self.mode = max(self.mode, mode)
+        if not self.busy:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+        return future
+
+    async def done(self) -> int:
+        """The error of the write that carries everything asked so far."""
+        if self.waiting:
+            return await self.waiting[-1]
+        return await self.task if self.busy else E.NONE
+
+    async def _run(self) -> int:
+        manager, (group_id, _, index) = self.manager, self.key
+        error = E.NONE
+        while self.waiting:
+            waiting, self.waiting = self.waiting, []
+            mode, self.mode = self.mode, WRITE
+            current = None if mode == DELETE else manager._current_state(self.key)
+            try:
+                if mode == DELETE:
+                    error = await manager.persister.delete(group_id, self.topic_id, index)
+                elif current is not None and mode == INITIALIZE:
+                    error = await manager.persister.initialize(group_id, self.topic_id, index,
+                                                               current[0].state_epoch, current[0].start_offset)
+                elif current is not None:
+                    state, leader_epoch, complete = current
+                    error = await manager.persister.write(group_id, self.topic_id, index, state, leader_epoch,
+                                                          complete)
+            except Exception:
+                log.exception("writing the state of share partition %s %s-%d failed", *self.key)
+                error = E.UNKNOWN_SERVER_ERROR
+            for future in waiting:
+                if not future.done():
+                    future.set_result(error)
+        if manager._writers.get(self.key) is self:
+            del manager._writers[self.key]
+        return error
 
 
 __all__ = ["SharePartitionManager", "SharePartitionResult"]
