@@ -107,6 +107,9 @@ from kafka_compat.protocol.messages.share_group_describe import ShareGroupDescri
 from kafka_compat.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafka_compat.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from kafka_compat.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+from kafka_compat.protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafka_compat.protocol.messages.update_features import UpdateFeaturesRequest
@@ -578,6 +581,15 @@ async def streams_group_describe(ctx: Ctx):
     mine, theirs = (await ctx.call(89, 0, body)).groups
     assert mine.error_code == E.GROUP_ID_NOT_FOUND                  # allowed to look, and there is nothing
     assert theirs.error_code == E.GROUP_AUTHORIZATION_FAILED
+
+
+@case(93)
+async def streams_group_topology_description_update(ctx: Ctx):
+    """READ on the group; past it the broker says it has no topology description plugin, as Kafka without one."""
+    body = StreamsGroupTopologyDescriptionUpdateRequest(group_id=f"{ctx.name}-group", member_id="m1", topology_epoch=1)
+    assert (await ctx.call(93, 0, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(READ, f"{ctx.name}-group", GROUP)
+    assert (await ctx.call(93, 0, body)).error_code == E.UNSUPPORTED_VERSION
 
 
 @case(15)
