@@ -32,6 +32,16 @@ async def init_v6(t: Txn, enable_2pc: bool = True, keep: bool = False, timeout_m
     return r
 
 
+async def prepared(b, txn_id: str, n: int) -> Txn:
+    """A 2PC producer with ``n`` records written to t-0 in an open transaction (topic t made here)."""
+    b.controller.create_topic("t", 1, 1, {})
+    t = Txn(await connect(b), txn_id)
+    assert (await init_v6(t)).error_code == E.NONE
+    assert await t.add("t", 0) == {("t", 0): E.NONE}
+    assert await t.produce("t", 0, n) == E.NONE
+    return t
+
+
 async def read_committed(c: AsyncWireClient, topic: str) -> list[bytes]:
     """The values a read_committed consumer gets from partition 0."""
     r = await c.call(1, 12, FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
@@ -131,14 +141,9 @@ def test_keep_prepared_txn_hands_the_transaction_over_across_restarts_and_its_co
     async def scenario():
         out = {}
         async with running(tmp_path, **TWO_PC) as b:
-            b.controller.create_topic("t", 1, 1, {})
-            c = await connect(b)
-            first = Txn(c, "xa")
-            await init_v6(first)
-            assert await first.add("t", 0) == {("t", 0): E.NONE}
-            assert await first.produce("t", 0, 3) == E.NONE
+            first = await prepared(b, "xa", 3)
             out["first"] = (first.pid, first.epoch)       # prepared: the external coordinator decides it later
-            await c.close()
+            await first.c.close()
         async with running(tmp_path, **TWO_PC) as b:
             c = await connect(b)
             second = Txn(c, "xa")
@@ -177,3 +182,29 @@ def test_keep_prepared_txn_hands_the_transaction_over_across_restarts_and_its_co
     assert (out["committed"].producer_id, out["committed"].producer_epoch) == (pid, epoch + 2)
     assert out["lso"] == 4                                          # three records and the commit marker
     assert out["values"] == [b"v0", b"v1", b"v2"]
+
+
+def test_a_kept_transaction_is_still_aborted_by_an_init_without_keep_prepared_txn(tmp_path):
+    async def scenario():
+        async with running(tmp_path, **TWO_PC) as b:
+            first = await prepared(b, "xb", 2)
+            c = first.c
+            keeper = Txn(c, "xb")
+            out = {"keep": await init_v6(keeper, keep=True), "again": await init_v6(Txn(c, "xb"))}
+            out["aborted"] = await keeper.settled("CompleteAbort")
+            out["keeper_end"] = await end_v5(keeper, True)
+            out["retry"] = await Txn(c, "xb").init_until_done(version=6)
+            out["values"] = await read_committed(c, "t")
+            await c.close()
+            return first.epoch, out
+
+    epoch, out = asyncio.run(scenario())
+    assert out["keep"].producer_epoch == epoch + 1
+    assert out["again"].error_code == E.CONCURRENT_TRANSACTIONS
+    # the abort is fenced past every epoch handed out, the keeper's included: no epoch is used twice
+    assert out["aborted"].producer_epoch == epoch + 2
+    # the keeper's commit comes too late: under transactions v2 its epoch + 1 is the abort's, so it reads as a
+    # commit retried onto an aborted transaction (Kafka's answer to that too)
+    assert out["keeper_end"].error_code == E.INVALID_TXN_STATE
+    assert (out["retry"].error_code, out["retry"].producer_epoch) == (E.NONE, epoch + 3)
+    assert out["values"] == []

@@ -37,9 +37,9 @@ from ..protocol.errors import ErrorCode
 from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from .transaction_marker_channel_manager import MarkerWriter, TransactionMarkerChannelManager
 from .transaction_metadata import (
+    INT_MAX,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
-    INT_MAX,
     SHORT_MAX,
     TV_0,
     TV_2,
@@ -334,8 +334,8 @@ class TransactionCoordinator:
         if entry is None or entry.metadata.producer_id != producer_id:
             return all_(E.INVALID_PRODUCER_ID_MAPPING)
         md = entry.metadata
-        if md.producer_epoch != producer_epoch:
-            return all_(E.PRODUCER_FENCED)
+        if md.producer_epoch != producer_epoch or md.kept_by_next_producer:
+            return all_(E.PRODUCER_FENCED)      # a kept transaction takes no more writes from its old producer
         if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return all_(E.CONCURRENT_TRANSACTIONS)
         return {tp: E.NONE if md.state == S.ONGOING and tp in md.partitions else E.TRANSACTION_ABORTABLE

@@ -46,7 +46,8 @@ def value_to_bytes(t: TxnTransitMetadata, transaction_version_level: int = 0) ->
         TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=ps) for topic, ps in by_topic.items()]
     return _prefixed(value_version(transaction_version_level), TransactionLogValue(
         producer_id=t.producer_id, previous_producer_id=t.previous_producer_id, next_producer_id=t.next_producer_id,
-        producer_epoch=t.producer_epoch, next_producer_epoch=t.next_producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
+        producer_epoch=t.producer_epoch, next_producer_epoch=t.next_producer_epoch,
+        transaction_timeout_ms=t.txn_timeout_ms,
         transaction_status=int(t.state), transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
         transaction_start_timestamp_ms=t.txn_start_timestamp,
