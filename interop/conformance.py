@@ -151,7 +151,6 @@ KNOWN: list[tuple[str, str, str]] = [
                                                  "computed at each group epoch, without the interval", 31),
         ("remote.*", "tiered storage is not built yet", 33),
         ("follower.fetch.last.tiered.offset.enable", "tiered storage is not built yet", 33),
-        ("transaction.two.phase.commit.enable", "KIP-939 two-phase commit is not built yet", 31),
         ("group.consumer.assignment.interval.ms", "read_only: Kafka 4.4 batches consumer-group assignment "
          "updates at this interval and lets it change at runtime; ours assigns at each heartbeat", 30),
         ("principal.builder.class", "read_only: Kafka lets a listener change it at runtime", 30),

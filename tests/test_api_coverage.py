@@ -17,7 +17,6 @@ KRAFT_QUORUM_ONLY = {55: "DescribeQuorum", 64: "UnregisterBroker", 80: "AddRaftV
 
 # api key -> (what is missing, the issue that builds it)
 STILL_OPEN = {
-    22: ("InitProducerId v6: KIP-939 two-phase commit", 31),
     78: ("ShareFetch v2: KIP-1222's renew acknowledgements and record-limit acquisition", 34),
     79: ("ShareAcknowledge v2: KIP-1222's renew acknowledgements", 34),
 }

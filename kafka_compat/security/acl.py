@@ -80,6 +80,7 @@ class AclOperation(_Coded):
     IDEMPOTENT_WRITE = 12
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
 
 
 class AclPermissionType(_Coded):
@@ -107,7 +108,7 @@ SUPPORTED_OPERATIONS = {
     ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE,
                            AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
                            AclOperation.IDEMPOTENT_WRITE),
-    ResourceType.TRANSACTIONAL_ID: (AclOperation.WRITE, AclOperation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.TWO_PHASE_COMMIT),
     ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
     ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
 }

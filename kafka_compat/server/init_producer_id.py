@@ -1,6 +1,10 @@
 """InitProducerId: a producer id and epoch, for an idempotent producer or (with a transactional id)
 from the transaction coordinator, which fences the id's previous producer.
 
+v6 (KIP-939): Enable2Pc asks for a two-phase-commit producer, which needs TWO_PHASE_COMMIT on the
+transactional id besides WRITE (Kafka's KafkaApis checks both, answering
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); KeepPreparedTxn takes an ongoing transaction over.
+
 Most ids come from the block at hand; claiming the next block (a file write, or ZooKeeper in a
 cluster) happens in a worker thread.
 """
@@ -11,6 +15,7 @@ import logging
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
+from ..security.acl import AclOperation
 from .auth_helper import IDEMPOTENT_WRITE, NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .producer_id_manager import ProducerIdManager
 from .registry import handles
@@ -18,6 +23,7 @@ from .registry import handles
 log = logging.getLogger(__name__)
 
 EPOCH_EXHAUSTED = 32766       # Short.MAX_VALUE - 1: past it an id gets a fresh producer id
+TWO_PHASE_COMMIT = int(AclOperation.TWO_PHASE_COMMIT)
 
 
 class InitProducerIdApi:
@@ -26,12 +32,16 @@ class InitProducerIdApi:
         self.txn_coordinator = txn_coordinator
         self.auth = auth
 
-    @handles(22, 0, 5)
+    @handles(22, 0, 6)
     def handle_init_producer_id(self, request):
         req = request.body
         resp = InitProducerIdResponse(throttle_time_ms=0, producer_id=-1, producer_epoch=-1)
         if req.transactional_id is not None:
             if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+                resp.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                return resp
+            if req.enable2_pc and not self.auth.authorize(request, TWO_PHASE_COMMIT, TRANSACTIONAL_ID,
+                                                          req.transactional_id):
                 resp.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 return resp
             return self._transactional(request)
@@ -68,10 +78,13 @@ class InitProducerIdApi:
                 return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                               producer_id=-1, producer_epoch=-1)
             expected = (req.producer_id, req.producer_epoch)
-        result = await self.txn_coordinator.handle_init_producer_id(req.transactional_id,
-                                                                    req.transaction_timeout_ms, expected)
+        result = await self.txn_coordinator.handle_init_producer_id(
+            req.transactional_id, req.transaction_timeout_ms, expected, enable_2pc=req.enable2_pc,
+            keep_prepared=req.keep_prepared_txn)
         error = result.error
         if error == ErrorCode.PRODUCER_FENCED and v < 4:
             error = ErrorCode.INVALID_PRODUCER_EPOCH      # PRODUCER_FENCED is known from v4
         return InitProducerIdResponse(throttle_time_ms=0, error_code=error, producer_id=result.producer_id,
-                                      producer_epoch=result.producer_epoch)
+                                      producer_epoch=result.producer_epoch,
+                                      ongoing_txn_producer_id=result.ongoing_producer_id,
+                                      ongoing_txn_producer_epoch=result.ongoing_producer_epoch)

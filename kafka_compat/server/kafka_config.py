@@ -506,6 +506,8 @@ BROKER_CONFIG_DEF = (
             "How often expired transactional ids are removed.")
     .define("transaction.partition.verification.enable", BOOLEAN, True, None, LOW,
             "Check that a transactional write's partition was added to the transaction.")
+    .define("transaction.two.phase.commit.enable", BOOLEAN, False, None, LOW,
+            "Allow participation in Two-Phase Commit (2PC) transactions with an external transaction coordinator.")
     .define("producer.id.expiration.ms", INT, _DAY_MS, at_least(1), LOW,
             "Forget an idle producer id's state after this.")
     # security (each may be given per listener as listener.name.<listener>.<name>)

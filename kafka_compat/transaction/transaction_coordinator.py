@@ -17,6 +17,11 @@ change of the finalized transaction.version never breaks one in flight. The
 coordinator's own aborts (timeouts, fencing by InitProducerId) use v1's rules: the
 fence bumps the epoch once.
 
+Two-phase commit (KIP-939) is refused unless `transaction.two.phase.commit.enable`
+is on; a 2PC transaction's timeout is Integer.MAX_VALUE (the sweeper leaves it
+alone), and InitProducerId with KeepPreparedTxn keeps an ongoing one open for the
+new producer to commit or abort, answering the transaction's own id and epoch too.
+
 Leadership of `__transaction_state` partitions arrives as on_become_leader /
 on_resign; a single node calls them for every partition it leads.
 """
@@ -32,6 +37,7 @@ from ..protocol.errors import ErrorCode
 from ..sentinels import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from .transaction_marker_channel_manager import MarkerWriter, TransactionMarkerChannelManager
 from .transaction_metadata import (
+    INT_MAX,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
@@ -51,10 +57,13 @@ S = TransactionState
 
 
 class InitProducerIdResult:
-    __slots__ = ("error", "producer_id", "producer_epoch")
+    """The answer; ``ongoing_*`` is the kept transaction's id and epoch (KeepPreparedTxn), -1 without one."""
+    __slots__ = ("error", "producer_id", "producer_epoch", "ongoing_producer_id", "ongoing_producer_epoch")
 
-    def __init__(self, error: int, producer_id: int = -1, producer_epoch: int = -1):
+    def __init__(self, error: int, producer_id: int = -1, producer_epoch: int = -1,
+                 ongoing_producer_id: int = NO_PRODUCER_ID, ongoing_producer_epoch: int = NO_PRODUCER_EPOCH):
         self.error, self.producer_id, self.producer_epoch = error, producer_id, producer_epoch
+        self.ongoing_producer_id, self.ongoing_producer_epoch = ongoing_producer_id, ongoing_producer_epoch
 
 
 class EndTxnResult(NamedTuple):
@@ -85,6 +94,7 @@ class TransactionCoordinator:
         self.offsets_partitions = config["offsets.topic.num.partitions"]
         self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self.expire_interval_ms = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.two_phase_commit_enabled = config["transaction.two.phase.commit.enable"]
         self.active = False
         self._tasks: set[asyncio.Task] = set()
         self._timers: list[asyncio.Task] = []
@@ -197,12 +207,20 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------ InitProducerId
     async def handle_init_producer_id(self, transactional_id: str, timeout_ms: int,
-                                      expected: tuple[int, int] | None) -> InitProducerIdResult:
-        """``expected``: the (producer id, epoch) a v3+ client says it has, or None for a fresh start."""
+                                      expected: tuple[int, int] | None, enable_2pc: bool = False,
+                                      keep_prepared: bool = False) -> InitProducerIdResult:
+        """``expected``: the (producer id, epoch) a v3+ client says it has, or None for a fresh start.
+        ``enable_2pc`` / ``keep_prepared``: InitProducerId v6's Enable2Pc and KeepPreparedTxn."""
         if transactional_id == "":
             return InitProducerIdResult(E.INVALID_REQUEST)
-        if timeout_ms <= 0 or timeout_ms > self.state_manager.max_timeout_ms:
+        if enable_2pc and not self.two_phase_commit_enabled:
+            return InitProducerIdResult(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)    # as Kafka answers it
+        if keep_prepared and not enable_2pc:
+            return InitProducerIdResult(E.INVALID_REQUEST)       # only a 2PC producer can take a transaction over
+        if not enable_2pc and (timeout_ms <= 0 or timeout_ms > self.state_manager.max_timeout_ms):
             return InitProducerIdResult(E.INVALID_TRANSACTION_TIMEOUT)
+        if enable_2pc:
+            timeout_ms = INT_MAX        # a 2PC transaction waits for its external coordinator, however long
         if self.active and not self.state_manager.topic_exists():
             self.find_coordinator(transactional_id)
         error, entry = self._state(transactional_id)
@@ -222,6 +240,8 @@ class TransactionCoordinator:
         now = self.clock()
         if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return InitProducerIdResult(E.CONCURRENT_TRANSACTIONS)
+        if md.state == S.ONGOING and keep_prepared:
+            return await self._keep_prepared(transactional_id, coordinator_epoch, md, now)
         if md.state == S.ONGOING:
             # Fence the current producer and abort its transaction; the client retries and then gets epoch+2.
             transit = md.prepare_fence_producer_epoch()
@@ -244,6 +264,22 @@ class TransactionCoordinator:
             return InitProducerIdResult(error)
         return InitProducerIdResult(E.NONE, transit.producer_id, transit.producer_epoch)
 
+    async def _keep_prepared(self, transactional_id: str, coordinator_epoch: int, md: TransactionMetadata,
+                             now: int) -> InitProducerIdResult:
+        """KeepPreparedTxn: the ongoing transaction stays; the caller gets the next epoch of the id (a new id once
+        the epochs run out), which fences every producer before it, and the transaction's id and epoch."""
+        pid, epoch = (md.next_producer_id, md.next_producer_epoch) if md.kept_by_next_producer \
+            else (md.producer_id, md.producer_epoch)
+        if is_epoch_exhausted(epoch + 1):
+            pid, epoch = self.producer_ids.generate(), 0
+        else:
+            epoch += 1
+        transit = md.prepare_keep_prepared(pid, epoch, now)
+        error = await self.state_manager.append_transaction_to_log(transactional_id, coordinator_epoch, md, transit)
+        if error:
+            return InitProducerIdResult(error)
+        return InitProducerIdResult(E.NONE, pid, epoch, transit.producer_id, transit.producer_epoch)
+
     @staticmethod
     def _is_valid_producer_id(md: TransactionMetadata, expected: tuple[int, int]) -> bool:
         pid, epoch = expected
@@ -262,6 +298,9 @@ class TransactionCoordinator:
             return error
         coordinator_epoch, md = entry
         partitions = set(partitions)
+        if md.kept_by_next_producer:
+            # the producer that kept it may only end it; its predecessors are fenced
+            return E.INVALID_TXN_STATE if md.is_next_producer(producer_id, producer_epoch) else E.PRODUCER_FENCED
         if md.producer_epoch != producer_epoch:
             return E.PRODUCER_FENCED
         if md.pending_state is not None or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -295,8 +334,8 @@ class TransactionCoordinator:
         if entry is None or entry.metadata.producer_id != producer_id:
             return all_(E.INVALID_PRODUCER_ID_MAPPING)
         md = entry.metadata
-        if md.producer_epoch != producer_epoch:
-            return all_(E.PRODUCER_FENCED)
+        if md.producer_epoch != producer_epoch or md.kept_by_next_producer:
+            return all_(E.PRODUCER_FENCED)      # a kept transaction takes no more writes from its old producer
         if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return all_(E.CONCURRENT_TRANSACTIONS)
         return {tp: E.NONE if md.state == S.ONGOING and tp in md.partitions else E.TRANSACTION_ABORTABLE
@@ -319,6 +358,10 @@ class TransactionCoordinator:
         """``client_tv`` 2 for EndTxn v5 (Kafka's TV_2 for a version above 4)."""
         if not transactional_id:
             return EndTxnResult(E.INVALID_REQUEST)
+        error, entry = self._state(transactional_id)
+        if not error and entry is not None and entry.metadata.kept_by_next_producer:
+            return await self._end_kept_transaction(transactional_id, producer_id, producer_epoch, committed,
+                                                    client_tv, entry)
         if supports_epoch_bump(client_tv):
             return await self._end_transaction_v2(transactional_id, producer_id, producer_epoch, committed,
                                                   client_tv)
@@ -338,7 +381,10 @@ class TransactionCoordinator:
         state = md.state
         retry_on_overflow = (md.previous_producer_id == producer_id and producer_epoch == SHORT_MAX - 1
                              and md.producer_epoch == 0)
-        retry_on_bump = md.producer_epoch == producer_epoch + 1
+        # a retry of a kept transaction's end (see _end_kept_transaction): the id moves to this identity's next epoch
+        retry_on_keep = md.next_producer_epoch != NO_PRODUCER_EPOCH and md.next_producer_id == producer_id \
+            and md.next_producer_epoch == producer_epoch + 1
+        retry_on_bump = md.producer_epoch == producer_epoch + 1 or retry_on_keep
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             valid_epoch = retry_on_bump
         elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
@@ -346,7 +392,7 @@ class TransactionCoordinator:
         else:
             valid_epoch = producer_epoch == md.producer_epoch
         is_retry = retry_on_bump or retry_on_overflow
-        if md.producer_id != producer_id and not retry_on_overflow:
+        if md.producer_id != producer_id and not retry_on_overflow and not retry_on_keep:
             return EndTxnResult(E.INVALID_PRODUCER_ID_MAPPING)
         if not valid_epoch:
             return EndTxnResult(E.PRODUCER_FENCED)
@@ -390,6 +436,36 @@ class TransactionCoordinator:
         complete = md.prepare_complete(self.clock())
         self.marker_manager.add_txn_markers_to_send(coordinator_epoch, committed, md, complete, partitions)
         return answer
+
+    async def _end_kept_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                    committed: bool, client_tv: int, entry: CoordinatorEpochAndTxnMetadata
+                                    ) -> EndTxnResult:
+        """The producer that kept a transaction (KeepPreparedTxn) commits or aborts it with its own identity. The
+        markers carry the transaction's id (at the next epoch under transactions v2); the id then moves to the
+        producer's identity, one epoch on under v2 as every v2 end does."""
+        coordinator_epoch, md = entry
+        if not md.is_next_producer(producer_id, producer_epoch):
+            known = producer_id in (md.producer_id, md.next_producer_id)
+            return EndTxnResult(E.PRODUCER_FENCED if known else E.INVALID_PRODUCER_ID_MAPPING)
+        if md.pending_state is not None:
+            return EndTxnResult(E.CONCURRENT_TRANSACTIONS)
+        next_pid, next_epoch = producer_id, producer_epoch
+        if supports_epoch_bump(client_tv):
+            if is_epoch_exhausted(producer_epoch):
+                next_pid, next_epoch = self.producer_ids.generate(), 0
+            else:
+                next_epoch += 1
+        transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, self.clock(),
+                                             client_tv, next_pid, next_epoch)
+        error = await self.state_manager.append_transaction_to_log(transactional_id, coordinator_epoch, md, transit)
+        if error:
+            return EndTxnResult(error)
+        if md.pending_state is not None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return EndTxnResult(E.CONCURRENT_TRANSACTIONS)
+        partitions = set(md.partitions)
+        complete = md.prepare_complete(self.clock())
+        self.marker_manager.add_txn_markers_to_send(coordinator_epoch, committed, md, complete, partitions)
+        return EndTxnResult(E.NONE, next_pid, next_epoch)
 
     @classmethod
     def _invalid_v2(cls, md: TransactionMetadata, committed: bool) -> EndTxnResult:

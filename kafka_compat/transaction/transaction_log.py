@@ -2,7 +2,7 @@
 
 Key: int16 version 0, then TransactionLogKey {TransactionalId}. Value: int16
 version, then TransactionLogValue: version 1 (flexible, with the tagged
-PreviousProducerId, NextProducerId and ClientTransactionVersion) while the
+PreviousProducerId, NextProducerId, NextProducerEpoch and ClientTransactionVersion) while the
 finalized `transaction.version` is 1 or more, version 0 below (Kafka's
 TransactionVersion.transactionLogValueVersion); both are read. A null value is
 a tombstone: the id expired. The partition of an id is Kafka's
@@ -46,7 +46,8 @@ def value_to_bytes(t: TxnTransitMetadata, transaction_version_level: int = 0) ->
         TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=ps) for topic, ps in by_topic.items()]
     return _prefixed(value_version(transaction_version_level), TransactionLogValue(
         producer_id=t.producer_id, previous_producer_id=t.previous_producer_id, next_producer_id=t.next_producer_id,
-        producer_epoch=t.producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
+        producer_epoch=t.producer_epoch, next_producer_epoch=t.next_producer_epoch,
+        transaction_timeout_ms=t.txn_timeout_ms,
         transaction_status=int(t.state), transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
         transaction_start_timestamp_ms=t.txn_start_timestamp,
@@ -76,4 +77,5 @@ def read_value(transactional_id: str, buf) -> TransactionMetadata:
     return TransactionMetadata(transactional_id, v.producer_id, v.previous_producer_id if flexible else -1,
                                v.producer_epoch, -1, v.transaction_timeout_ms, TransactionState(v.transaction_status),
                                partitions, v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms,
-                               v.next_producer_id if flexible else -1, v.client_transaction_version if flexible else 0)
+                               v.next_producer_id if flexible else -1, v.client_transaction_version if flexible else 0,
+                               v.next_producer_epoch if flexible else -1)

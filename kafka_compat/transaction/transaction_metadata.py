@@ -11,6 +11,13 @@ ClientTransactionVersion): a transaction a transactions-v2 client runs (EndTxn v
 partitions added by Produce v12+ / TxnOffsetCommit v5) gets an epoch bump when it
 ends, and a new producer id (``next_producer_id``) when that bump reaches the last
 epoch; one run by a v1 client keeps its epoch, whatever the finalized feature says.
+
+A two-phase-commit transaction (KIP-939: InitProducerId with Enable2Pc) has the
+timeout Integer.MAX_VALUE, so it is never aborted for its age. InitProducerId with
+KeepPreparedTxn keeps such a transaction open and gives the new producer its own
+identity, ``next_producer_id`` / ``next_producer_epoch`` (Kafka's NextProducerId and
+NextProducerEpoch), while the transaction keeps the id and epoch its records carry;
+the new producer then commits or aborts it with that identity.
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ from enum import IntEnum
 from ..sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 SHORT_MAX = 32767
+INT_MAX = 2147483647        # the timeout of a two-phase-commit transaction (Kafka's isDistributedTwoPhaseCommitTxn)
 # client transaction versions as Kafka records them: TV_0 for a transactions-v1 client (EndTxn below v5, its own
 # AddPartitionsToTxn), TV_2 for a v2 one
 TV_0, TV_2 = 0, 2
@@ -89,6 +97,7 @@ class TxnTransitMetadata:
     txn_last_update_timestamp: int
     next_producer_id: int = NO_PRODUCER_ID
     client_transaction_version: int = 0
+    next_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 class IllegalTransition(Exception):
@@ -98,12 +107,14 @@ class IllegalTransition(Exception):
 class TransactionMetadata:
     __slots__ = ("transactional_id", "producer_id", "previous_producer_id", "producer_epoch", "last_producer_epoch",
                  "txn_timeout_ms", "state", "partitions", "txn_start_timestamp", "txn_last_update_timestamp",
-                 "pending_state", "has_failed_epoch_fence", "next_producer_id", "client_transaction_version")
+                 "pending_state", "has_failed_epoch_fence", "next_producer_id", "client_transaction_version",
+                 "next_producer_epoch")
 
     def __init__(self, transactional_id: str, producer_id: int, previous_producer_id: int, producer_epoch: int,
                  last_producer_epoch: int, txn_timeout_ms: int, state: TransactionState, partitions=(),
                  txn_start_timestamp: int = -1, txn_last_update_timestamp: int = -1,
-                 next_producer_id: int = NO_PRODUCER_ID, client_transaction_version: int = 0):
+                 next_producer_id: int = NO_PRODUCER_ID, client_transaction_version: int = 0,
+                 next_producer_epoch: int = NO_PRODUCER_EPOCH):
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.previous_producer_id = previous_producer_id
@@ -118,6 +129,7 @@ class TransactionMetadata:
         self.has_failed_epoch_fence = False
         self.next_producer_id = next_producer_id
         self.client_transaction_version = client_transaction_version
+        self.next_producer_epoch = next_producer_epoch
 
     def __repr__(self) -> str:
         return (f"TransactionMetadata({self.transactional_id!r}, pid={self.producer_id}, epoch={self.producer_epoch}, "
@@ -128,10 +140,24 @@ class TransactionMetadata:
     def is_producer_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
 
+    @property
+    def is_two_phase_commit(self) -> bool:
+        return self.txn_timeout_ms == INT_MAX
+
+    @property
+    def kept_by_next_producer(self) -> bool:
+        """An ongoing transaction kept by InitProducerId(KeepPreparedTxn): the producer's identity is the next one."""
+        return self.state == S.ONGOING and self.next_producer_epoch != NO_PRODUCER_EPOCH
+
+    def is_next_producer(self, producer_id: int, producer_epoch: int) -> bool:
+        return self.kept_by_next_producer and (producer_id, producer_epoch) == (self.next_producer_id,
+                                                                                self.next_producer_epoch)
+
     # ------------------------------------------------------------ preparing
     def _prepare(self, state: TransactionState, producer_id: int, producer_epoch: int, last_epoch: int,
                  timeout_ms: int, partitions, start: int, now: int, previous_producer_id: int | None = None,
-                 next_producer_id: int = NO_PRODUCER_ID, client_tv: int | None = None) -> TxnTransitMetadata:
+                 next_producer_id: int = NO_PRODUCER_ID, client_tv: int | None = None,
+                 next_producer_epoch: int = NO_PRODUCER_EPOCH) -> TxnTransitMetadata:
         tv = self.client_transaction_version if client_tv is None else client_tv
         if self.pending_state is not None:
             raise IllegalTransition(f"{self}: a transition to {self.pending_state.state_name} is pending")
@@ -141,20 +167,29 @@ class TransactionMetadata:
         self.pending_state = state
         return TxnTransitMetadata(producer_id, self.previous_producer_id if previous_producer_id is None
                                   else previous_producer_id, producer_epoch, last_epoch, timeout_ms, state,
-                                  frozenset(partitions), start, now, next_producer_id, tv)
+                                  frozenset(partitions), start, now, next_producer_id, tv, next_producer_epoch)
 
     def prepare_no_transit(self) -> TxnTransitMetadata:
         """The current state as a transit (writing it again, e.g. to rewrite the log)."""
         return TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.producer_epoch,
                                   self.last_producer_epoch, self.txn_timeout_ms, self.state,
                                   frozenset(self.partitions), self.txn_start_timestamp, self.txn_last_update_timestamp,
-                                  self.next_producer_id, self.client_transaction_version)
+                                  self.next_producer_id, self.client_transaction_version, self.next_producer_epoch)
+
+    def prepare_keep_prepared(self, next_producer_id: int, next_producer_epoch: int, now: int) -> TxnTransitMetadata:
+        """InitProducerId(KeepPreparedTxn) on an ongoing transaction: it stays as it is, the producer that asked
+        gets the next identity (which fences the one before)."""
+        return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
+                             self.txn_timeout_ms, self.partitions, self.txn_start_timestamp, now,
+                             next_producer_id=next_producer_id, next_producer_epoch=next_producer_epoch)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         """Ongoing -> PrepareEpochFence with epoch+1: never written, it becomes PrepareAbort at once."""
         if self.producer_epoch == SHORT_MAX:
             raise IllegalTransition(f"{self}: cannot fence, the epoch is already {SHORT_MAX}")
         bumped = self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
+        if self.kept_by_next_producer and self.next_producer_id == self.producer_id:
+            bumped = max(bumped, self.next_producer_epoch + 1)      # past every epoch handed out for the id
         return self._prepare(S.PREPARE_EPOCH_FENCE, self.producer_id, bumped, self.last_producer_epoch,
                              self.txn_timeout_ms, self.partitions, self.txn_start_timestamp,
                              self.txn_last_update_timestamp)
@@ -192,10 +227,12 @@ class TransactionMetadata:
                              self.txn_timeout_ms, self.partitions | set(added), start, now, client_tv=client_tv)
 
     def prepare_abort_or_commit(self, state: TransactionState, now: int, client_tv: int | None = None,
-                                next_producer_id: int = NO_PRODUCER_ID) -> TxnTransitMetadata:
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                next_producer_epoch: int = NO_PRODUCER_EPOCH) -> TxnTransitMetadata:
         """Transactions v2 bump the epoch here (lastEpoch = the old one); ``next_producer_id`` is the id the
         transaction completes with when the bump reaches the last epoch. A v2 abort with nothing added (from
-        Empty or a finished state) starts and ends at ``now``."""
+        Empty or a finished state) starts and ends at ``now``. A kept transaction's end names the identity its
+        producer goes on with in ``next_producer_id`` / ``next_producer_epoch``."""
         tv = self.client_transaction_version if client_tv is None else client_tv
         if supports_epoch_bump(tv):
             epoch, last = self.producer_epoch + 1, self.producer_epoch
@@ -203,14 +240,17 @@ class TransactionMetadata:
             epoch, last = self.producer_epoch, self.last_producer_epoch
         start = now if self.state in TV2_EMPTY_ABORT_FROM else self.txn_start_timestamp
         return self._prepare(state, self.producer_id, epoch, last, self.txn_timeout_ms, self.partitions, start, now,
-                             next_producer_id=next_producer_id, client_tv=tv)
+                             next_producer_id=next_producer_id, client_tv=tv, next_producer_epoch=next_producer_epoch)
 
     def prepare_complete(self, now: int) -> TxnTransitMetadata:
-        """Complete*: with a next producer id (the epoch ran out) the id moves to it at epoch 0."""
+        """Complete*: with a next producer id (the epoch ran out, or a kept transaction's producer) the id moves
+        to it, at the next epoch (0 when none is named)."""
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
-            return self._prepare(state, self.next_producer_id, 0, self.last_producer_epoch, self.txn_timeout_ms, (),
-                                 self.txn_start_timestamp, now, previous_producer_id=self.producer_id)
+        kept = self.next_producer_epoch != NO_PRODUCER_EPOCH
+        if (supports_epoch_bump(self.client_transaction_version) or kept) and self.next_producer_id != NO_PRODUCER_ID:
+            return self._prepare(state, self.next_producer_id, max(self.next_producer_epoch, 0),
+                                 self.last_producer_epoch, self.txn_timeout_ms, (), self.txn_start_timestamp, now,
+                                 previous_producer_id=self.producer_id)
         return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.txn_timeout_ms, (), self.txn_start_timestamp, now)
 
@@ -239,12 +279,16 @@ class TransactionMetadata:
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
         self.next_producer_id = transit.next_producer_id
         self.client_transaction_version = transit.client_transaction_version
+        self.next_producer_epoch = transit.next_producer_epoch
         self.pending_state = None
         self.has_failed_epoch_fence = False
 
     def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
         """Kafka's validProducerEpoch: v2's Prepare* is the epoch + 1 of the same id, and a Complete* at epoch 0
-        the rotation to the next id; everything else keeps the id and epoch."""
+        the rotation to the next id; everything else keeps the id and epoch. A kept transaction completes with
+        its producer's identity."""
+        if transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and self.next_producer_epoch != NO_PRODUCER_EPOCH:
+            return (transit.producer_id, transit.producer_epoch) == (self.next_producer_id, self.next_producer_epoch)
         if supports_epoch_bump(transit.client_transaction_version):
             if transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and transit.producer_epoch == 0 \
                     and transit.producer_id != self.producer_id:

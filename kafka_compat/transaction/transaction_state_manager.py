@@ -272,10 +272,11 @@ class TransactionStateManager:
 
     # ------------------------------------------------------------ timeouts
     def timed_out_transactions(self) -> list[tuple[str, int, int]]:
-        """(id, producer id, epoch) of Ongoing transactions past their timeout, nothing pending."""
+        """(id, producer id, epoch) of Ongoing transactions past their timeout, nothing pending; a two-phase-commit
+        transaction has no timeout (its external coordinator decides it)."""
         now = self.clock()
         return [(md.transactional_id, md.producer_id, md.producer_epoch) for md in self.all_transactions()
-                if md.state == TransactionState.ONGOING and md.pending_state is None
+                if md.state == TransactionState.ONGOING and md.pending_state is None and not md.is_two_phase_commit
                 and md.txn_start_timestamp + md.txn_timeout_ms < now]
 
     async def remove_expired_transactional_ids(self) -> int:

@@ -98,17 +98,18 @@ class _TransactionLogValue_PartitionsSchema(KafkaStruct):
 
 class TransactionLogValue(KafkaMessage):
     """TransactionLogValue: versions 0-1, flexible 1+."""
-    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'unknown_tags',)
+    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'next_producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'unknown_tags',)
     name = 'TransactionLogValue'
     MIN_VERSION = 0
     MAX_VERSION = 1
     FLEXIBLE_FROM = 1
 
-    def __init__(self, producer_id=0, previous_producer_id=-1, next_producer_id=-1, producer_epoch=0, transaction_timeout_ms=0, transaction_status=0, transaction_partitions=DEFAULT, transaction_last_update_timestamp_ms=0, transaction_start_timestamp_ms=0, client_transaction_version=0, unknown_tags=None):
+    def __init__(self, producer_id=0, previous_producer_id=-1, next_producer_id=-1, producer_epoch=0, next_producer_epoch=-1, transaction_timeout_ms=0, transaction_status=0, transaction_partitions=DEFAULT, transaction_last_update_timestamp_ms=0, transaction_start_timestamp_ms=0, client_transaction_version=0, unknown_tags=None):
         self.producer_id = producer_id
         self.previous_producer_id = previous_producer_id
         self.next_producer_id = next_producer_id
         self.producer_epoch = producer_epoch
+        self.next_producer_epoch = next_producer_epoch
         self.transaction_timeout_ms = transaction_timeout_ms
         self.transaction_status = transaction_status
         self.transaction_partitions = [] if transaction_partitions is DEFAULT else transaction_partitions
@@ -126,6 +127,7 @@ def _d_TransactionLogValue_0(buf, p):
         o0 = new(TransactionLogValue)
         o0.previous_producer_id = -1
         o0.next_producer_id = -1
+        o0.next_producer_epoch = -1
         o0.client_transaction_version = 0
         o0.producer_id, o0.producer_epoch, o0.transaction_timeout_ms, o0.transaction_status, n = _S_1.unpack_from(buf, p)
         p += 19
@@ -176,6 +178,7 @@ def _d_TransactionLogValue_1(buf, p):
         o0 = new(TransactionLogValue)
         o0.previous_producer_id = -1
         o0.next_producer_id = -1
+        o0.next_producer_epoch = -1
         o0.client_transaction_version = 0
         o0.producer_id, o0.producer_epoch, o0.transaction_timeout_ms, o0.transaction_status, k = _S_4.unpack_from(buf, p)
         p += 15
@@ -300,6 +303,18 @@ def _d_TransactionLogValue_1(buf, p):
                             if u0 is None:
                                 u0 = []
                             u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 3:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.next_producer_epoch, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.next_producer_epoch != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     elif t0 == 2:
                         w0, st0 = buf, p
                         buf = buf[:q0]
@@ -395,6 +410,11 @@ def _e_TransactionLogValue_1(o, b, h):
         t = bytearray()
         t += _S_0.pack(x)
         tg.append((2, t))
+    x = o.next_producer_epoch
+    if x != -1:
+        t = bytearray()
+        t += _S_0.pack(x)
+        tg.append((3, t))
     if u:
         tg.extend(u)
         tg.sort(key=_first)
