@@ -26,8 +26,9 @@ KAFKA_4_3_MAXIMA = {18: 4, 28: 5, 42: 2, 88: 0, 89: 0}
 
 
 def broker_listener_apis() -> dict[int, int]:
-    """Kafka 4.4's broker-listener APIs with their highest version."""
-    return {k: info.max_version for k, info in APIS.items()
+    """Kafka 4.4's broker-listener APIs with the highest version it advertises: one below the schema's where
+    the schema marks its latest version unstable (InitProducerId v6), as unstable.api.versions.enable is off."""
+    return {k: info.max_version - info.latest_unstable for k, info in APIS.items()
             if "broker" in info.listeners and k not in KRAFT_QUORUM_ONLY}
 
 
@@ -49,3 +50,11 @@ def test_nothing_beyond_kafka_4_4_and_no_kraft_quorum_api_is_advertised():
     assert not set(advertised) & set(KRAFT_QUORUM_ONLY)
     for k, (lo, hi) in advertised.items():
         assert hi <= APIS[k].max_version, APIS[k].name
+
+
+def test_an_unstable_latest_version_is_advertised_only_with_unstable_api_versions_enable():
+    from kafka_compat.server.kafka_config import BrokerConfig
+    unstable = [k for k, info in APIS.items() if info.latest_unstable]
+    assert unstable == [22]                                           # InitProducerId v6 (KIP-939)
+    assert advertised_api_versions(BrokerConfig({}))[22] == (0, 5)
+    assert advertised_api_versions(BrokerConfig({"unstable.api.versions.enable": "true"}))[22] == (0, 6)

@@ -181,7 +181,7 @@ def test_transactional_apis_are_advertised_at_kafkas_ranges_with_transaction_ver
 
     keys, r = asyncio.run(scenario())
     assert {k: keys[k] for k in (22, 24, 25, 26, 27, 28, 65, 66)} == {
-        22: (0, 6), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (0, 2), 28: (0, 6), 65: (0, 0), 66: (0, 2)}
+        22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (0, 2), 28: (0, 6), 65: (0, 0), 66: (0, 2)}
     assert [(f.name, f.min_version, f.max_version) for f in r.supported_features
             if f.name == "transaction.version"] == [("transaction.version", 0, 2)]
     # a new data directory finalizes Kafka 4's default: transactions v2

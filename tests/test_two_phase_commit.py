@@ -18,7 +18,7 @@ from kafka_compat.protocol.records import batches
 from kafka_compat.security.acl import AclOperation, ResourceType
 
 INT_MAX = 2147483647
-TWO_PC = {"transaction_two_phase_commit_enable": "true"}
+TWO_PC = {"transaction_two_phase_commit_enable": "true", "unstable_api_versions_enable": "true"}   # v6 is unstable
 AUTHORIZER = {"authorizer_class_name": "kafka.security.authorizer.AclAuthorizer",
               "allow_everyone_if_no_acl_found": "true"}
 

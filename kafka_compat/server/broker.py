@@ -165,7 +165,8 @@ def enabled_handler_classes(config=None) -> tuple:
 
 
 def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
-    return supported_versions(enabled_handler_classes(config))
+    return supported_versions(enabled_handler_classes(config),
+                              config is not None and config["unstable.api.versions.enable"])
 
 
 @dataclass(frozen=True)
@@ -447,7 +448,7 @@ class Broker:
         await self._start_transactions(elect_locally=True)
         await self._start_share_coordinator(elect_locally=True)
         await self._start_remote_log_manager(cluster=False)
-        self.apis = KafkaApis(self._handlers())
+        self.apis = KafkaApis(self._handlers(), cfg["unstable.api.versions.enable"])
         self._start_token_expiry()
         await self._start_socket_server(connection_quotas)
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
@@ -616,7 +617,7 @@ class Broker:
             leadership_lost=[self.share_partition_manager.on_leadership_lost] if self.share_partition_manager else []))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
             handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
-        self.apis = KafkaApis(handlers)
+        self.apis = KafkaApis(handlers, cfg["unstable.api.versions.enable"])
         self._start_token_expiry()
         self._api_versions_api(handlers).set_supported_versions(self.apis.supported_versions())
         await self._start_socket_server(connection_quotas)

@@ -18,6 +18,7 @@ from .dynamic_broker_config import BROKER_QUOTA_CONFIG_DEF, is_dynamic
 from .kafka_config import (
     BROKER_CONFIG_DEF,
     DYNAMIC_BROKER_CONFIGS,
+    INTERNAL_BROKER_CONFIGS,
     TOPIC_CONFIG_SYNONYMS,
     BrokerConfig,
     ConfigSynonym,
@@ -138,6 +139,8 @@ def describe_broker_config(broker_cfg: BrokerConfig, *,
     dyn_default = dict(dynamic_default_broker_configs or {})
     result = {}
     for name, key in BROKER_CONFIG_DEF.config_keys.items():
+        if name in INTERNAL_BROKER_CONFIGS:
+            continue
         sensitive = key.type is PASSWORD
         value = broker_cfg[name]
         for values in (dyn_broker, dyn_default):

@@ -506,6 +506,8 @@ BROKER_CONFIG_DEF = (
             "How often expired transactional ids are removed.")
     .define("transaction.partition.verification.enable", BOOLEAN, True, None, LOW,
             "Check that a transactional write's partition was added to the transaction.")
+    .define("unstable.api.versions.enable", BOOLEAN, False, None, LOW,
+            "Serve and advertise API versions Kafka marks unstable (InitProducerId v6, KIP-939).")
     .define("transaction.two.phase.commit.enable", BOOLEAN, False, None, LOW,
             "Allow participation in Two-Phase Commit (2PC) transactions with an external transaction coordinator.")
     .define("producer.id.expiration.ms", INT, _DAY_MS, at_least(1), LOW,
@@ -724,6 +726,9 @@ def broker_config_synonyms(name: str) -> list[str]:
             return [s.name for s in synonyms]
     return [name]
 
+
+# Kafka's internal settings (ConfigDef.defineInternal): read as any other, but not listed by DescribeConfigs.
+INTERNAL_BROKER_CONFIGS = frozenset({"unstable.api.versions.enable"})
 
 # Broker properties Kafka can change at runtime; every other broker property is read-only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
