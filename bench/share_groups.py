@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,19 +52,7 @@ CLASS_DIR = ROOT / ".cache" / "bench-java4-classes"
 def classpath() -> str | None:
     """bench/java/*.java compiled against the Java client 4.x (when stale), or None without the jars or javac."""
     import peers
-    javac = shutil.which("javac")
-    if javac is None or not (peers.JAVA4_JAR_DIR / "kafka-clients.jar").is_file():
-        return None
-    jars = os.pathsep.join(sorted(str(j) for j in peers.JAVA4_JAR_DIR.glob("*.jar")))
-    sources = sorted(JAVA_SRC.glob("*.java"))
-    stamp = CLASS_DIR / ".stamp"
-    digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes() for s in sources)).hexdigest()
-    if not stamp.exists() or stamp.read_text() != digest:
-        CLASS_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(CLASS_DIR),
-                        *map(str, sources)], check=True)
-        stamp.write_text(digest)
-    return os.pathsep.join([str(CLASS_DIR), jars])
+    return peers.java4_classpath(JAVA_SRC, CLASS_DIR)
 
 
 def cpu_seconds(pid: int) -> float:
