@@ -20,7 +20,8 @@ share.record.lock.duration.ms): the consumers count distinct offsets per partiti
 that came again, and keep polling `--linger-ms` after the last one. A missing or repeated record is
 printed and makes the exit status 1; it is not retried.
 
-    python bench/share_groups.py [--records 100000] [--rounds 5] [--only share-implicit,classic] [--quick]
+    python bench/share_groups.py [--records 100000] [--rounds 5] [--only share-implicit,classic] [--quick] \\
+        [--data-dir DIR]
 
 Prints one JSON line per round and contender, then the medians and the ratios share/classic.
 """
@@ -137,6 +138,8 @@ def main(argv=None) -> int:
                     help="how long the consumers keep polling after the last record (a late duplicate shows)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a group may take to read the topic")
     ap.add_argument("--quick", action="store_true", help="a tenth of the records, at most 3 rounds")
+    ap.add_argument("--data-dir", default=None, help="keep the broker's data and broker.log here (to look into a "
+                    "delivery problem afterwards)")
     args = ap.parse_args(argv)
     if args.quick:
         args.records, args.rounds = max(args.records // 10, PARTITIONS), min(args.rounds, 3)
@@ -153,7 +156,7 @@ def main(argv=None) -> int:
                 "offsets.topic.num.partitions": 5, "share.coordinator.state.topic.num.partitions": 5}
     results: dict[str, list[dict]] = {k: [] for k in contenders}
     with contextlib.ExitStack() as stack:
-        broker = stack.enter_context(EmbeddedBroker(settings))
+        broker = stack.enter_context(EmbeddedBroker(settings, data_dir=args.data_dir))
         topic = f"share-bench-{time.time_ns()}"
         write_topic(broker.bootstrap, topic, args.records)
         for r in range(args.rounds):

@@ -178,7 +178,7 @@ def test_cluster_bench_against_kafka():
     assert row["ratio_mb_per_s"] > 0 and row["ratio_e2e_p99"] > 0 and row["ratio_startup_s"] > 0
 
 
-def test_share_groups_bench_reads_every_record_once_on_each_side():
+def test_share_groups_bench_reads_every_record_once_on_each_side(tmp_path):
     """bench/share_groups.py, tiny: a share group of each acknowledgement mode and a classic group read the
     topic (three Java 4.x consumers each), each record once; the script exits 1 on a missing or repeated one."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -189,8 +189,10 @@ def test_share_groups_bench_reads_every_record_once_on_each_side():
     if share_groups.classpath() is None:
         pytest.skip("the Java client 4.x jars (bash interop/maven.sh) or javac are missing")
     out = subprocess.run([sys.executable, "bench/share_groups.py", "--records", "1200", "--rounds", "2",
-                          "--linger-ms", "500"], cwd=ROOT, capture_output=True, text=True, timeout=420)
-    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+                          "--linger-ms", "500", "--data-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=420)
+    log = tmp_path / "broker.log"
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:] + (log.read_text()[-3000:] if log.exists() else "")
     rows = [r for r in _json_lines(out.stdout) if "contender" in r]
     assert sorted((r["round"], r["contender"]) for r in rows) == [
         (n, k) for n in (1, 2) for k in ("classic", "share-explicit", "share-implicit")]
