@@ -115,22 +115,22 @@ def java_harness_classpath() -> str | None:
     return os.pathsep.join([str(JAVA_CLASS_DIR), jars])
 
 
-def java4_classpath() -> str | None:
-    """Class path of interop/java4/*.java compiled against the Java client 4.x (compiled when stale),
-    or None when the jars or javac are missing."""
+def java4_classpath(src_dir: Path = JAVA4_SRC_DIR, class_dir: Path = JAVA4_CLASS_DIR) -> str | None:
+    """Class path of src_dir/*.java (interop/java4's, or bench/java's) compiled against the Java client 4.x
+    (compiled when stale), or None when the jars or javac are missing."""
     javac = shutil.which("javac")
     if javac is None or not (JAVA4_JAR_DIR / "kafka-clients.jar").is_file():
         return None
     jars = os.pathsep.join(sorted(glob.glob(str(JAVA4_JAR_DIR / "*.jar"))))
-    sources = sorted(JAVA4_SRC_DIR.glob("*.java"))
-    stamp = JAVA4_CLASS_DIR / ".stamp"
+    sources = sorted(src_dir.glob("*.java"))
+    stamp = class_dir / ".stamp"
     digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes() for s in sources)).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
-        JAVA4_CLASS_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(JAVA4_CLASS_DIR),
+        class_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(class_dir),
                         *map(str, sources)], check=True)
         stamp.write_text(digest)
-    return os.pathsep.join([str(JAVA4_CLASS_DIR), jars])
+    return os.pathsep.join([str(class_dir), jars])
 
 
 def java_client_version(jar_dir: Path = JAVA_JAR_DIR) -> str | None:

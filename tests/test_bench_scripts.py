@@ -1,4 +1,4 @@
-"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py, bench/cluster.py and
+"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py, bench/share_groups.py, bench/cluster.py and
 bench/cluster_security.py, bench/replication_floor.py and bench/scrape_cost.py still run, floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
@@ -176,3 +176,32 @@ def test_cluster_bench_against_kafka():
         assert row[side]["mb_per_s"] > 0 and row[side]["startup_s"] > 0
         assert row[side]["e2e"]["received"] == 1000 and row[side]["e2e"]["missing"] == 0
     assert row["ratio_mb_per_s"] > 0 and row["ratio_e2e_p99"] > 0 and row["ratio_startup_s"] > 0
+
+
+def test_share_groups_bench_reads_every_record_once_on_each_side(tmp_path):
+    """bench/share_groups.py, tiny: a share group of each acknowledgement mode and a classic group read the
+    topic (three Java 4.x consumers each), each record once; the script exits 1 on a missing or repeated one."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import share_groups
+    finally:
+        sys.path.remove(os.path.join(ROOT, "bench"))
+    if share_groups.classpath() is None:
+        pytest.skip("the Java client 4.x jars (bash interop/maven.sh) or javac are missing")
+    out = subprocess.run([sys.executable, "bench/share_groups.py", "--records", "1200", "--rounds", "2",
+                          "--linger-ms", "500", "--data-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=420)
+    log = tmp_path / "broker.log"
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:] + (log.read_text()[-3000:] if log.exists() else "")
+    rows = [r for r in _json_lines(out.stdout) if "contender" in r]
+    assert sorted((r["round"], r["contender"]) for r in rows) == [
+        (n, k) for n in (1, 2) for k in ("classic", "share-explicit", "share-implicit")]
+    for r in rows:
+        assert r["once"] and r["delivered"] == r["distinct"] == 1200 and r["duplicates"] == 0, r
+        assert r["redelivered"] == 0 and r["mb_per_s"] > 0 and r["broker_cpu_s"] >= 0
+    # the order rotates: round 2 does not start with round 1's first contender
+    assert rows[0]["contender"] != rows[3]["contender"]
+    summary = _json_lines(out.stdout)[-1]
+    assert summary["every_record_once"] is True
+    assert {"ratio_mb_per_s share-implicit/classic", "ratio_mb_per_s share-explicit/classic",
+            "ratio_cpu_per_record share-implicit/classic"} <= set(summary)
