@@ -248,12 +248,3 @@ def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # 
         s3_server.start()
         wait_until(lambda: _list_offset_raw(broker.bootstrap, "d", -4) > 0, 60, "copies once the store is back")
         assert _consume_all(broker.bootstrap, "d", RECORDS) == list(range(RECORDS))
-
-
-def test_a_zookeeper_cluster_refuses_tiered_storage_for_now():
-    broker = EmbeddedBroker({"zookeeper.connect": "127.0.0.1:1", "remote.log.storage.system.enable": "true"})
-    try:
-        with pytest.raises(RuntimeError, match="tiered storage is supported on a single node"):
-            broker.start(timeout=20)
-    finally:
-        broker.close()
