@@ -248,3 +248,33 @@ def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # 
         s3_server.start()
         wait_until(lambda: _list_offset_raw(broker.bootstrap, "d", -4) > 0, 60, "copies once the store is back")
         assert _consume_all(broker.bootstrap, "d", RECORDS) == list(range(RECORDS))
+
+
+def test_a_segment_sliced_where_the_copied_offsets_end_is_a_segment_of_its_own(tmp_path):
+    """A new leader whose segment began below the highest copied offset uploads only the rest: the slice starts
+    at that batch, and its indexes, relative to it, lead to the batches they name."""
+    import struct
+
+    from kafka_compat.protocol.records import batches, build_batch
+    from kafka_compat.storage.log_config import LogConfig
+    from kafka_compat.storage.segment import LogSegment
+    segment = LogSegment(str(tmp_path), 100, LogConfig({"index.interval.bytes": 1000}))
+    for i in range(50):           # batches of two records, offsets 100 + 2i and 101 + 2i
+        batch = bytes(build_batch([(b"k", b"v" * 300, (), 1000 + i), (b"k", b"w" * 300, (), 1000 + i)],
+                                  base_offset=100 + 2 * i))
+        segment.append(batch, 101 + 2 * i, 1000 + i, 101 + 2 * i)
+    base, data, offsets, times = segment.slice_from(140)
+    assert base == 140
+    found = list(batches(data))
+    assert found[0].base_offset == 140 and found[-1].last_offset == 199 and len(found) == 30
+    starts = {}
+    position = 0
+    for b in found:
+        starts[position] = b
+        position += 12 + struct.unpack_from(">i", data, position + 8)[0]
+    entries = [struct.unpack_from(">ii", offsets, i) for i in range(0, len(offsets), 8)]
+    assert entries and all(starts[pos].last_offset == base + rel for rel, pos in entries)
+    stamps = [struct.unpack_from(">qi", times, i) for i in range(0, len(times), 12)]
+    assert len(stamps) == len(entries) and all(ts >= 1020 and rel >= 0 for ts, rel in stamps)
+    assert segment.slice_from(500) is None
+    segment.close()

@@ -187,6 +187,7 @@ class TopicBasedRemoteLogMetadataManager:
         self._poll_lock = asyncio.Lock()
         self._consumer: asyncio.Task | None = None
         self._changed: set[tuple[str, int]] = set()
+        self._create_failed = False
 
     # -- the topic ----------------------------------------------------------------------
     async def ensure_topic(self) -> bool:
@@ -204,7 +205,10 @@ class TopicBasedRemoteLogMetadataManager:
             if inspect.isawaitable(created):
                 await created
         except Exception as exc:
-            log.warning("cannot create %s yet: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            # a cluster's brokers start one by one: until there are enough of them, say so once
+            log.log(logging.DEBUG if self._create_failed else logging.WARNING, "cannot create %s yet: %s",
+                    REMOTE_LOG_METADATA_TOPIC, exc)
+            self._create_failed = True
             return False
         log.info("created %s with %d partitions", REMOTE_LOG_METADATA_TOPIC, self.num_partitions)
         return True
