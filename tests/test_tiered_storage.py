@@ -255,9 +255,10 @@ def test_a_segment_sliced_where_the_copied_offsets_end_is_a_segment_of_its_own(t
     at that batch, and its indexes, relative to it, lead to the batches they name."""
     import struct
 
-    from kafka_compat.protocol.records import batches, build_batch
     from kafka_compat.storage.log_config import LogConfig
     from kafka_compat.storage.segment import LogSegment
+
+    from kafka_compat.protocol.records import batches, build_batch
     segment = LogSegment(str(tmp_path), 100, LogConfig({"index.interval.bytes": 1000}))
     for i in range(50):           # batches of two records, offsets 100 + 2i and 101 + 2i
         batch = bytes(build_batch([(b"k", b"v" * 300, (), 1000 + i), (b"k", b"w" * 300, (), 1000 + i)],
