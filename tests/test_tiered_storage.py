@@ -144,6 +144,10 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         assert copied >= 5 * 60000
         assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotefetchbytes_total{topic="t"}') >= local_start * 200
         assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopyrequests_total{topic="t"}') >= 5
+        # and its gauges: what is remote, and what may be copied and is not yet
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotelogsizebytes{topic="t"}') >= 5 * 60000
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotelogmetadatacount{topic="t"}') >= 5
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopylagsegments{topic="t"}') >= 0
 
         broker.restart()           # what is remote is read back from __remote_log_metadata
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0
@@ -234,7 +238,9 @@ def test_a_remote_batch_that_fails_its_crc_is_never_served():
 
 
 def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # noqa: F811
-    overrides = {**TIERED_BROKER, "remote.log.manager.task.retry.backoff.max.ms": "1000", **s3_server.rsm_config()}
+    metrics = free_port()
+    overrides = {**TIERED_BROKER, "remote.log.manager.task.retry.backoff.max.ms": "1000", **s3_server.rsm_config(),
+                 "prometheus.listener": f"http://127.0.0.1:{metrics}"}
     with EmbeddedBroker(overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         _create(admin, "d", {"remote.storage.enable": "true", "segment.bytes": "65536", "retention.ms": "-1",
@@ -245,6 +251,11 @@ def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # 
         assert _list_offset_raw(broker.bootstrap, "d", -4) == 0          # nothing copied, nothing deleted
         assert _list_offset_raw(broker.bootstrap, "d", -5) == -1
         assert "00000000000000000000.log" in _local_segments(broker, "d")
+        # the backlog shows in Kafka's copy lag gauges, and the failures in its error meter
+        lag = 'kafka_server_brokertopicmetrics_remotecopylagbytes{topic="d"}'
+        assert wait_until(lambda: _metric(metrics, lag) >= 5 * 60000, 30, "the copy lag to show")
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopylagsegments{topic="d"}') >= 5
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopyerrors_total{topic="d"}') >= 2
         s3_server.start()
         wait_until(lambda: _list_offset_raw(broker.bootstrap, "d", -4) > 0, 60, "copies once the store is back")
         assert _consume_all(broker.bootstrap, "d", RECORDS) == list(range(RECORDS))

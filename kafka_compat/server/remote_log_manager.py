@@ -195,6 +195,9 @@ class RemoteLogManager:
         self._deletions: set[asyncio.Task] = set()
         # Kafka's BrokerTopicMetrics Remote*PerSec meters, per topic and for all topics
         self.stats = replica_manager.broker_topic_stats
+        # and its gauges (broker_topic_stats.REMOTE_GAUGES) of each partition led here, as of the last run
+        self.partition_gauges: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self._runs = 0
 
     # -- life ---------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -262,28 +265,61 @@ class RemoteLogManager:
             if not self.rlmm.ready:
                 return
             caught_up = await self.rlmm.poll()
-        for partition in self._tiered_partitions():
+            self._runs += 1
+            if self._runs % 20 == 1:     # replicas made since their partition's metadata last changed learn it too
+                self._sync_logs()
+        led = list(self._tiered_partitions())
+        gauges = {}
+        for partition in led:
             key = (partition.topic, partition.index)
-            retry = self._retry_at.get(key)
-            if retry is not None and retry[0] > now:
-                continue
-            if caught_up is not None and self.rlmm.partition_for(partition) not in caught_up:
-                continue        # not read to its leader's end: what is copied is not known yet
+            gauges[key] = self.partition_gauges.get(key, (0, 0, 0, 0))
+        self.partition_gauges = gauges
+        for partition in led:
+            key = (partition.topic, partition.index)
             try:
-                await self._clean_unfinished(partition)
-                if not partition.log.config.remote_log_copy_disable:
-                    await self._copy(partition)
-                partition.delete_old_segments()
-                await self._expire(partition)
-                self._retry_at.pop(key, None)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                backoff = min(self.backoff_max_ms, retry[1] * 2 if retry else self.backoff_ms)
-                self._retry_at[key] = (time.monotonic() + backoff / 1000, backoff)
-                self.stats.record_remote(partition.topic, "remote_copy_errors")
-                log.warning("%s-%d: tiered storage task failed (retry in %d ms): %s", *key, backoff, exc,
-                            exc_info=not isinstance(exc, RemoteStorageError))
+                await self._run_partition(partition, key, now, caught_up)
+            finally:
+                self._measure(partition, key)
+
+    def _measure(self, partition, key) -> None:
+        """RemoteLogSizeBytes, RemoteCopyLagBytes (what may be copied and is not yet), RemoteCopyLagSegments and
+        RemoteLogMetadataCount of one partition led here."""
+        copied = self.rlmm.copied_segments(partition.topic, partition.index)
+        highest = self.copied_offset(partition) if self.cluster else copied[-1].end_offset if copied else -1
+        lag = [s.size for s, _ in partition.log.segments_to_copy(highest)]
+        self.partition_gauges[key] = (sum(m.segment_size for m in copied), sum(lag), len(lag),
+                                      len(self.rlmm.segments.get(key, ())))
+
+    def topic_gauges(self) -> dict[str, tuple[int, ...]]:
+        """REMOTE_GAUGES per topic, summed over its partitions led here."""
+        out: dict[str, tuple[int, ...]] = {}
+        for (topic, _), values in list(self.partition_gauges.items()):
+            before = out.get(topic)
+            out[topic] = values if before is None else tuple(a + b for a, b in zip(before, values))
+        return out
+
+    async def _run_partition(self, partition, key, now: float, caught_up) -> None:
+        """One partition's turn: clean up, copy, local retention, remote retention; backs off on failure."""
+        retry = self._retry_at.get(key)
+        if retry is not None and retry[0] > now:
+            return
+        if caught_up is not None and self.rlmm.partition_for(partition) not in caught_up:
+            return          # not read to its leader's end: what is copied is not known yet
+        try:
+            await self._clean_unfinished(partition)
+            if not partition.log.config.remote_log_copy_disable:
+                await self._copy(partition)
+            partition.delete_old_segments()
+            await self._expire(partition)
+            self._retry_at.pop(key, None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            backoff = min(self.backoff_max_ms, retry[1] * 2 if retry else self.backoff_ms)
+            self._retry_at[key] = (time.monotonic() + backoff / 1000, backoff)
+            self.stats.record_remote(partition.topic, "remote_copy_errors")
+            log.warning("%s-%d: tiered storage task failed (retry in %d ms): %s", *key, backoff, exc,
+                        exc_info=not isinstance(exc, RemoteStorageError))
 
     # -- copy ----------------------------------------------------------------------------------
     async def _clean_unfinished(self, partition) -> None:
