@@ -286,7 +286,8 @@ class TopicBasedRemoteLogMetadataManager:
             position = max(self.positions.get(index, 0), partition.log_start_offset)
             if position >= partition.high_watermark:
                 return True
-            data = partition.log.read(position, 1 << 20, FetchIsolation.HIGH_WATERMARK, True).records.read_bytes()
+            data = self.replica_manager.read_local(REMOTE_LOG_METADATA_TOPIC, index, position, 1 << 20,
+                                                   FetchIsolation.HIGH_WATERMARK).records.read_bytes()
             if not data:
                 return False
             self._apply_batches(index, data)
