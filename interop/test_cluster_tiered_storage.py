@@ -147,7 +147,8 @@ def test_leader_killed_during_uploads_loses_and_duplicates_nothing():
 
         seen = _read_from_zero(cluster.bootstrap, len(acked))
         assert len(seen) == len(set(seen)), "a record was read twice"
-        assert [v for v in seen if v in set(acked)] == sorted(acked), "an acknowledged record is missing"
+        acked_set = set(acked)
+        assert [v for v in seen if v in acked_set] == sorted(acked), "an acknowledged record is missing"
         assert seen == sorted(seen), "records out of order"
 
         # the killed broker comes back below the new leader's local log start, and catches up from there

@@ -193,6 +193,8 @@ class TopicBasedRemoteLogMetadataManager:
     async def ensure_topic(self) -> bool:
         topic = self.metadata_cache.get_topic(REMOTE_LOG_METADATA_TOPIC)
         if topic is not None:
+            if not topic.partitions:        # known by name, its partitions not yet
+                return False
             self.num_partitions = topic.partitions
             return True
         rf = self.replication_factor
