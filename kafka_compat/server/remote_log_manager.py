@@ -276,6 +276,7 @@ class RemoteLogManager:
         self.partition_gauges = gauges
         for partition in led:
             key = (partition.topic, partition.index)
+            self._measure(partition, key)
             try:
                 await self._run_partition(partition, key, now, caught_up)
             finally:
@@ -406,6 +407,7 @@ class RemoteLogManager:
                      partition.index, base, end, m.segment_size, (time.monotonic() - started) * 1000)
             copied = self.rlmm.copied_segments(partition.topic, partition.index)
             partition.set_remote_offsets(copied[0].start_offset, end)
+            self._measure(partition, (partition.topic, partition.index))
 
     def _upload(self, m: RemoteLogSegmentMetadata, files: dict) -> None:
         self.copy_quota.acquire(m.segment_size, self._stop)
