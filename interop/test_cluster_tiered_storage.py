@@ -1,7 +1,7 @@
 """Tiered storage (KIP-405) on the three-broker ZooKeeper cluster, against a real S3 server (SeaweedFS).
 
-RF 3, acks=all, min.insync.replicas 2, small segments and a few seconds of local retention: the leader is
-SIGKILLed while it uploads and producing goes on. Then every acknowledged record is read from offset 0 once and
+RF 3, acks=all, min.insync.replicas 2, small segments (of another size on each broker) and a few seconds of local
+retention: the leader is SIGKILLed while it uploads and producing goes on. Then every acknowledged record is read from offset 0 once and
 in order, the bucket holds each offset of the partition in exactly one segment (no overlap, no gap), and the
 killed broker, restarted, catches up (its fetch offset is below the new leader's local log start by then, so
 it builds its log from tiered storage).
@@ -26,8 +26,11 @@ TIERED = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.i
           "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
           "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
           "remote.log.manager.task.retry.backoff.max.ms": "1000"}
-TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "65536", "local.retention.ms": "3000",
-                "retention.ms": "-1", "min.insync.replicas": "2"}
+TOPIC_CONFIG = {"remote.storage.enable": "true", "local.retention.ms": "3000", "retention.ms": "-1",
+                "min.insync.replicas": "2"}
+# each broker rolls its replica's segments at its own log.segment.bytes: a new leader's segments begin elsewhere
+# than the ones its predecessor copied, so it must copy a segment from the middle to neither overlap nor skip
+SEGMENT_BYTES = {i: {"log.segment.bytes": str(65536 + 12288 * i)} for i in range(3)}
 VALUE = 200
 
 
@@ -115,7 +118,7 @@ def _read_from_zero(bootstrap: str, count: int) -> list[int]:
 
 
 def test_leader_killed_during_uploads_loses_and_duplicates_nothing():
-    with EmbeddedS3() as s3, new_cluster(**TIERED, **s3.rsm_config()) as cluster:
+    with EmbeddedS3() as s3, new_cluster(broker_overrides=SEGMENT_BYTES, **TIERED, **s3.rsm_config()) as cluster:
         create_topic(cluster, TOPIC, partitions=1, replication_factor=3, configs=TOPIC_CONFIG)
         producing = Producing(cluster.bootstrap)
         producing.start()
