@@ -1,6 +1,6 @@
 """Tiered storage (KIP-405) on the three-broker ZooKeeper cluster, against a real S3 server (SeaweedFS).
 
-RF 3, acks=all, min.insync.replicas 2, small segments (of another size on each broker) and a few seconds of local
+RF 3, acks=all, min.insync.replicas 2, small segments (rolled at other offsets on each broker) and a few seconds of local
 retention: the leader is SIGKILLed while it uploads and producing goes on. Then every acknowledged record is read from offset 0 once and
 in order, the bucket holds each offset of the partition in exactly one segment (no overlap, no gap), and the
 killed broker, restarted, catches up (its fetch offset is below the new leader's local log start by then, so
@@ -26,11 +26,12 @@ TIERED = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.i
           "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
           "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
           "remote.log.manager.task.retry.backoff.max.ms": "1000"}
-TOPIC_CONFIG = {"remote.storage.enable": "true", "local.retention.ms": "3000", "retention.ms": "-1",
-                "min.insync.replicas": "2"}
-# each broker rolls its replica's segments at its own log.segment.bytes: a new leader's segments begin elsewhere
-# than the ones its predecessor copied, so it must copy a segment from the middle to neither overlap nor skip
-SEGMENT_BYTES = {i: {"log.segment.bytes": str(65536 + 12288 * i)} for i in range(3)}
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "65536", "local.retention.ms": "3000",
+                "retention.ms": "-1", "min.insync.replicas": "2"}
+# each broker's replica rolls where its own offset index fills up (log.index.size.max.bytes, a broker default the
+# topic does not set): a new leader's segments begin elsewhere than the ones its predecessor copied, so it must copy
+# a segment from the middle to neither overlap nor skip
+SEGMENT_BYTES = {1: {"log.index.size.max.bytes": "96"}, 2: {"log.index.size.max.bytes": "160"}}
 VALUE = 200
 
 
