@@ -32,11 +32,11 @@ class ReadyCluster(EmbeddedCluster):
         return self
 
 
-def new_cluster(**overrides) -> EmbeddedCluster:
+def new_cluster(broker_overrides: dict[int, dict] | None = None, **overrides) -> EmbeddedCluster:
     settings = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": 4000,
                 "replica.lag.time.max.ms": 10000, "group.initial.rebalance.delay.ms": 0}
     settings.update(overrides)
-    return ReadyCluster(3, settings)
+    return ReadyCluster(3, settings, broker_overrides=broker_overrides)
 
 
 def controller_known_by(broker) -> int:

@@ -500,6 +500,21 @@ class ProducerStateManager:
         self._snapshot_offsets.append(offset)
         return path
 
+    def adopt_snapshot(self, offset: int, data: bytes, now_ms: int) -> int:
+        """Take another replica's snapshot at ``offset`` as ours and load it (a follower building its log from
+        a tiered segment's producer snapshot, Kafka's ReplicaFetcherTierStateMachine); an empty one is none."""
+        if data:
+            path = snapshot_path(self.dir, offset)
+            tmp = path + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            if offset not in self._snapshot_offsets:
+                bisect.insort(self._snapshot_offsets, offset)
+        return self.load_latest_snapshot(offset, now_ms)
+
     def _delete_snapshot(self, offset: int) -> None:
         i = bisect.bisect_left(self._snapshot_offsets, offset)
         if i < len(self._snapshot_offsets) and self._snapshot_offsets[i] == offset:

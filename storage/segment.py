@@ -33,6 +33,9 @@ from .log_config import LogConfig
 from .open_files import POOL, SegmentFd, open_fd
 from .transaction_index import TransactionIndex
 
+_OFFSET_ENTRY = struct.Struct(">ii")     # the offset index's entry: relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")       # the time index's: timestamp, relative offset
+
 log = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
@@ -400,6 +403,27 @@ class LogSegment:
 
     def batches(self, start: int = 0, end: int | None = None):
         return iter_file_batches(self.fd, start, self.size if end is None else end)
+
+    def slice_from(self, offset: int) -> tuple[int, bytes, bytes, bytes] | None:
+        """The batches from the one holding ``offset`` to the end as a segment of their own: (its base offset, log,
+        offset index, time index), the indexes as appends would have written them. Tiered storage: a new leader
+        whose segment began before what its predecessor copied copies only the rest. None if nothing is there."""
+        first = self.translate_offset(offset)
+        if first is None:
+            return None
+        start, base = first.position, first.base_offset
+        offsets, times = bytearray(), bytearray()
+        since, max_ts, max_ts_offset = 0, -1, base
+        for info in self.batches(start):
+            if info.max_timestamp > max_ts:
+                max_ts, max_ts_offset = info.max_timestamp, info.last_offset
+            if since > self.index_interval_bytes:
+                offsets += _OFFSET_ENTRY.pack(info.last_offset - base, info.position - start)
+                times += _TIME_ENTRY.pack(max_ts, max_ts_offset - base)
+                since = info.size
+            else:
+                since += info.size
+        return base, self.read_bytes(start, self.size - start), bytes(offsets), bytes(times)
 
     def read_bytes(self, position: int, length: int) -> bytes:
         return os.pread(self.fd, length, position)

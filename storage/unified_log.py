@@ -921,6 +921,15 @@ class UnifiedLog:
             self._fus_meta = None
             self._set_high_watermark(self._local.log_end_offset_metadata)
 
+    def build_remote_log_aux_state(self, next_offset: int, epochs: list[tuple[int, int]], snapshot: bytes) -> None:
+        """A follower below its leader's local log start (OFFSET_MOVED_TO_TIERED_STORAGE): start empty at
+        ``next_offset``, the end of the tiered segment before it, with that segment's leader epochs and
+        producer snapshot (Kafka's buildRemoteLogAuxState); the offsets below are remote."""
+        with self._lock:
+            self.truncate_fully_and_start_at(next_offset)
+            self.leader_epoch_cache.assign_all([(e, o) for e, o in epochs if o < next_offset])
+            self.producer_state_manager.adopt_snapshot(next_offset, snapshot, self._clock())
+
     # -- lifecycle ------------------------------------------------------------------------------------
     def roll(self) -> LogSegment:
         return self._local.roll()

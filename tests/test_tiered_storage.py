@@ -144,6 +144,10 @@ def test_segments_go_to_s3_leave_the_disk_and_are_read_back_from_offset_zero(s3_
         assert copied >= 5 * 60000
         assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotefetchbytes_total{topic="t"}') >= local_start * 200
         assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopyrequests_total{topic="t"}') >= 5
+        # and its gauges: what is remote, and what may be copied and is not yet
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotelogsizebytes{topic="t"}') >= 5 * 60000
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotelogmetadatacount{topic="t"}') >= 5
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopylagsegments{topic="t"}') >= 0
 
         broker.restart()           # what is remote is read back from __remote_log_metadata
         assert _list_offset_raw(broker.bootstrap, "t", -2) == 0
@@ -234,7 +238,9 @@ def test_a_remote_batch_that_fails_its_crc_is_never_served():
 
 
 def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # noqa: F811
-    overrides = {**TIERED_BROKER, "remote.log.manager.task.retry.backoff.max.ms": "1000", **s3_server.rsm_config()}
+    metrics = free_port()
+    overrides = {**TIERED_BROKER, "remote.log.manager.task.retry.backoff.max.ms": "1000", **s3_server.rsm_config(),
+                 "prometheus.listener": f"http://127.0.0.1:{metrics}"}
     with EmbeddedBroker(overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         _create(admin, "d", {"remote.storage.enable": "true", "segment.bytes": "65536", "retention.ms": "-1",
@@ -245,15 +251,42 @@ def test_with_the_store_down_local_data_stays_until_it_is_copied(s3_server):  # 
         assert _list_offset_raw(broker.bootstrap, "d", -4) == 0          # nothing copied, nothing deleted
         assert _list_offset_raw(broker.bootstrap, "d", -5) == -1
         assert "00000000000000000000.log" in _local_segments(broker, "d")
+        # the backlog shows in Kafka's copy lag gauges, and the failures in its error meter
+        lag = 'kafka_server_brokertopicmetrics_remotecopylagbytes{topic="d"}'
+        assert wait_until(lambda: _metric(metrics, lag) >= 5 * 60000, 30, "the copy lag to show")
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopylagsegments{topic="d"}') >= 5
+        assert _metric(metrics, 'kafka_server_brokertopicmetrics_remotecopyerrors_total{topic="d"}') >= 2
         s3_server.start()
         wait_until(lambda: _list_offset_raw(broker.bootstrap, "d", -4) > 0, 60, "copies once the store is back")
         assert _consume_all(broker.bootstrap, "d", RECORDS) == list(range(RECORDS))
 
 
-def test_a_zookeeper_cluster_refuses_tiered_storage_for_now():
-    broker = EmbeddedBroker({"zookeeper.connect": "127.0.0.1:1", "remote.log.storage.system.enable": "true"})
-    try:
-        with pytest.raises(RuntimeError, match="tiered storage is supported on a single node"):
-            broker.start(timeout=20)
-    finally:
-        broker.close()
+def test_a_segment_sliced_where_the_copied_offsets_end_is_a_segment_of_its_own(tmp_path):
+    """A new leader whose segment began below the highest copied offset uploads only the rest: the slice starts
+    at that batch, and its indexes, relative to it, lead to the batches they name."""
+    import struct
+
+    from kafka_compat.storage.log_config import LogConfig
+    from kafka_compat.storage.segment import LogSegment
+
+    from kafka_compat.protocol.records import batches, build_batch
+    segment = LogSegment(str(tmp_path), 100, LogConfig({"index.interval.bytes": 1000}))
+    for i in range(50):           # batches of two records, offsets 100 + 2i and 101 + 2i
+        batch = bytes(build_batch([(b"k", b"v" * 300, (), 1000 + i), (b"k", b"w" * 300, (), 1000 + i)],
+                                  base_offset=100 + 2 * i))
+        segment.append(batch, 101 + 2 * i, 1000 + i, 101 + 2 * i)
+    base, data, offsets, times = segment.slice_from(140)
+    assert base == 140
+    found = list(batches(data))
+    assert found[0].base_offset == 140 and found[-1].last_offset == 199 and len(found) == 30
+    starts = {}
+    position = 0
+    for b in found:
+        starts[position] = b
+        position += 12 + struct.unpack_from(">i", data, position + 8)[0]
+    entries = [struct.unpack_from(">ii", offsets, i) for i in range(0, len(offsets), 8)]
+    assert entries and all(starts[pos].last_offset == base + rel for rel, pos in entries)
+    stamps = [struct.unpack_from(">qi", times, i) for i in range(0, len(times), 12)]
+    assert len(stamps) == len(entries) and all(ts >= 1020 and rel >= 0 for ts, rel in stamps)
+    assert segment.slice_from(500) is None
+    segment.close()

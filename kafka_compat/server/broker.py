@@ -276,6 +276,7 @@ class Broker:
         self.txn_coordinator: TransactionCoordinator | None = None
         self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
         self.txn_channel: NetworkClient | None = None           # markers and KIP-890 checks to other brokers
+        self.rlmm_channel: NetworkClient | None = None          # __remote_log_metadata led by other brokers
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
@@ -459,9 +460,17 @@ class Broker:
         if not self.config["remote.log.storage.system.enable"]:
             return
         from .remote_log_manager import RemoteLogManager
+        send = None
+        if cluster:         # metadata partitions led elsewhere are written and read over the inter-broker listener
+            self.rlmm_channel = NetworkClient(f"broker-{self.broker_id}-rlmm",
+                                              request_timeout_ms=self.config["request.timeout.ms"],
+                                              max_response_bytes=64 << 20, security=self.inter_broker_security())
+
+            async def send(broker_id, api_key, api_version, body):
+                return await self.rlmm_channel.send(self._inter_broker_node(broker_id), api_key, api_version, body)
         try:
             rlm = RemoteLogManager(self.config, self.broker_id, self.replica_manager, self.metadata_cache,
-                                   self.controller, cluster=cluster)
+                                   self.controller, cluster=cluster, send=send)
         except ValueError as e:
             raise BrokerStartError(f"tiered storage: {e}") from e
         await rlm.startup()
@@ -512,11 +521,6 @@ class Broker:
 
     async def _start_cluster(self, connection_quotas: ConnectionQuotas) -> None:
         cfg = self.config
-        if cfg["remote.log.storage.system.enable"]:
-            # not yet: followers' local retention and the leader's failover need the metadata topic's state
-            # on every broker; a cluster that accepted tiered topics would keep their data locally forever
-            raise BrokerStartError("remote.log.storage.system.enable: tiered storage is supported on a single "
-                                   "node (no zookeeper.connect) only, for now")
         loop = asyncio.get_running_loop()
         self._prepare_dirs(write=False)
         self.zk_client = KafkaZkClient.from_config(cfg)
@@ -608,6 +612,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
         await self._start_transactions(elect_locally=False)
         await self._start_share_coordinator(elect_locally=False)
+        try:
+            await self._start_remote_log_manager(cluster=True)
+        except BrokerStartError:
+            await self.stop()
+            raise
         handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
@@ -805,7 +814,8 @@ class Broker:
             self.replica_manager.shutdown()
         if self.alter_partition_manager is not None:
             await self.alter_partition_manager.shutdown()
-        for client in (self.to_controller, self.controller_channel, self.txn_channel, self.share_channel):
+        for client in (self.to_controller, self.controller_channel, self.txn_channel, self.share_channel,
+                       self.rlmm_channel):
             if client is not None:
                 await client.close()
         if self.log_manager is not None:

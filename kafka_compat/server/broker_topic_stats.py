@@ -34,6 +34,8 @@ REMOTE_METERS = (
     ("remote_delete_requests", "RemoteDeleteRequestsPerSec"),
     ("remote_delete_errors", "RemoteDeleteErrorsPerSec"),
 )
+# and its gauges, per topic over the partitions led here (the remote log manager's copy task keeps them)
+REMOTE_GAUGES = ("RemoteLogSizeBytes", "RemoteCopyLagBytes", "RemoteCopyLagSegments", "RemoteLogMetadataCount")
 
 
 class BrokerTopicMetrics:

@@ -312,6 +312,16 @@ class Partition:
             if self.future_log is not None:
                 self.future_log.truncate_fully_and_start_at(offset)
 
+    def build_remote_log_aux_state(self, next_offset: int, epochs: list[tuple[int, int]], snapshot: bytes) -> None:
+        """A follower starting at its leader's local log start, the part below in remote storage (KIP-405)."""
+        if self.future_log is None:
+            self.log.build_remote_log_aux_state(next_offset, epochs, snapshot)
+            return
+        with self.future_lock:
+            self.log.build_remote_log_aux_state(next_offset, epochs, snapshot)
+            if self.future_log is not None:
+                self.future_log.build_remote_log_aux_state(next_offset, epochs, snapshot)
+
     # -- moving to another log dir (AlterReplicaLogDirs) ------------------------------------
     @property
     def future_log_dir(self) -> str | None:
@@ -574,6 +584,12 @@ class Partition:
         if error:
             return self._read_error(error)
         log = self.log
+        if from_follower and log.config.remote_storage_enable \
+                and log.log_start_offset <= fetch_offset < log.local_log_start_offset:
+            # KIP-405: a follower below our local log start builds its log from there and the remote part
+            return LogReadResult(ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, None, log.high_watermark,
+                                 log.log_start_offset, log.log_end_offset, log.last_stable_offset,
+                                 error_message=f"{fetch_offset} is below the local log start")
         if from_follower and last_fetched_epoch >= 0:
             # Kafka's readRecords: an epoch we cannot place, or a fetch below our start, is out of range;
             # a follower whose last epoch ends earlier here (or that we never had) has diverged from us

@@ -41,7 +41,7 @@ from wsgiref.simple_server import make_server
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, ThreadingWSGIServer, _SilentHandler, gzip_accepted
 from prometheus_client.utils import floatToGoString
 
-from .broker_topic_stats import ALL_TOPICS_METERS, METERS, REMOTE_METERS
+from .broker_topic_stats import ALL_TOPICS_METERS, METERS, REMOTE_GAUGES, REMOTE_METERS
 from .kafka_config import parse_http_listener
 from .request_metrics import BUCKETS_MS, TIMES
 
@@ -122,6 +122,7 @@ class BrokerMetrics:
             "fetch_sessions": (len(fs), fs.partitions_cached(), fs.evictions) if (fs := self.fetch_sessions)
             else (0, 0, 0),
             "client_metrics": self.client_metrics.snapshot() if self.client_metrics is not None else [],
+            "remote_gauges": rlm.topic_gauges() if (rlm := rm.remote_log_manager) is not None else {},
         }
 
 
@@ -166,13 +167,19 @@ def exposition(s: dict) -> bytes:
         add(f"{name} {_go(s['all_topics'][field])}\n")
         if (field, meter) in METERS:
             out.extend(f'{name}{{topic="{_esc(topic)}"}} {_go(values[field])}\n' for topic, values in topics)
-    if s["all_topics"].get("remote_copy_requests") or s["all_topics"].get("remote_fetch_requests"):
-        tiered = [(t, v) for t, v in topics if v.get("remote_copy_requests") or v.get("remote_fetch_requests")]
+    if any(s["all_topics"].get(field) for field, _ in REMOTE_METERS):
+        tiered = [(t, v) for t, v in topics if any(v.get(field) for field, _ in REMOTE_METERS)]
         for field, meter in REMOTE_METERS:
             name = "kafka_server_brokertopicmetrics_" + meter[:-len("PerSec")].lower() + "_total"
             add(_head(name, f"Kafka's BrokerTopicMetrics {meter}", "counter"))
             add(f"{name} {_go(s['all_topics'][field])}\n")
             out.extend(f'{name}{{topic="{_esc(topic)}"}} {_go(values[field])}\n' for topic, values in tiered)
+    if gauges := s.get("remote_gauges"):
+        for i, gauge in enumerate(REMOTE_GAUGES):
+            name = "kafka_server_brokertopicmetrics_" + gauge.lower()
+            add(_head(name, f"Kafka's BrokerTopicMetrics {gauge}", "gauge"))
+            add(f"{name} {_go(sum(v[i] for v in gauges.values()))}\n")
+            out.extend(f'{name}{{topic="{_esc(topic)}"}} {_go(v[i])}\n' for topic, v in sorted(gauges.items()))
     # RequestMetrics
     requests = sorted(s["requests"].items())
     name = "kafka_network_requestmetrics_requests_total"

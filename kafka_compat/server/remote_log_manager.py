@@ -17,6 +17,18 @@ Every `remote.log.manager.task.interval.ms`, for each partition led here whose t
 A failure (the store down or refusing) is logged and the partition's task backs off
 (`remote.log.manager.task.retry.backoff.ms`, doubling to `...backoff.max.ms`); local data stays until copied.
 
+In a cluster (Kafka's RLMCopyTask, RLMExpirationTask and RLMFollowerTask): every broker reads
+`__remote_log_metadata` (remote_log_metadata.py), so every replica knows its partition's remote segments, and a
+follower's local retention too deletes only what is copied. Only the leader copies and expires, and only once it
+has read the partition's metadata to its end. Where copying resumes is what Kafka's findHighestRemoteOffset says:
+the highest copied offset of the latest of our own leader epochs that remote storage holds, capped at that
+epoch's end here, so a new leader never copies what another leader's lineage wrote. When a segment of ours began
+below that offset (replicas roll segments where they each fill up) only its part above goes up, so the bucket
+holds every offset once. A copy finished after our leadership moved is deleted again, never published.
+A follower below the leader's local log start gets OFFSET_MOVED_TO_TIERED_STORAGE and starts its log at the end
+of the remote segment below that start, with its leader-epoch checkpoint and producer snapshot
+(remote_log_aux_state, Kafka's ReplicaFetcherTierStateMachine).
+
 Reads: a consumer's fetch below the local log start but within the remote part is read on the
 `remote.log.reader.threads` pool (Kafka's DelayedRemoteFetch), never on the event loop, and answered within
 `remote.fetch.max.wait.ms` (empty if the store is slower: the consumer fetches again). Batches are checked
@@ -101,6 +113,21 @@ def epoch_checkpoint(epochs: dict[int, int]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def parse_epoch_checkpoint(data: bytes) -> list[tuple[int, int]]:
+    """A leader-epoch checkpoint file's [(epoch, start offset)]; ValueError if it is not one."""
+    lines = data.decode().split("\n")
+    if lines[0].strip() != "0":
+        raise ValueError(f"not a version 0 leader-epoch checkpoint: {lines[0]!r}")
+    count = int(lines[1])
+    out = []
+    for line in lines[2:2 + count]:
+        epoch, offset = line.split()
+        out.append((int(epoch), int(offset)))
+    if len(out) != count:
+        raise ValueError("a leader-epoch checkpoint cut short")
+    return out
+
+
 def whole_batches(data: bytes, fetch_offset: int, max_bytes: int, min_one: bool) -> tuple[bytes, int]:
     """The whole batches of ``data`` (read from a batch boundary) that hold offsets from ``fetch_offset`` on,
     up to ``max_bytes`` (at least one when ``min_one``); and the bytes a first batch needs when ``data`` ends
@@ -138,13 +165,15 @@ def whole_batches(data: bytes, fetch_offset: int, max_bytes: int, min_one: bool)
 
 class RemoteLogManager:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, *,
-                 cluster: bool = False):
+                 cluster: bool = False, send=None):
         self.config = config
         self.broker_id = broker_id
         self.replica_manager = replica_manager
+        self.cluster = cluster
         self.rsm = S3RemoteStorageManager(rsm_props(config))
         self.rlmm = TopicBasedRemoteLogMetadataManager(rlmm_config(config), broker_id, replica_manager,
-                                                       metadata_cache, controller, cluster)
+                                                       metadata_cache, controller, cluster, send=send,
+                                                       on_change=self._metadata_changed)
         self.interval_s = config["remote.log.manager.task.interval.ms"] / 1000
         self.backoff_ms = config["remote.log.manager.task.retry.backoff.ms"]
         self.backoff_max_ms = config["remote.log.manager.task.retry.backoff.max.ms"]
@@ -166,11 +195,15 @@ class RemoteLogManager:
         self._deletions: set[asyncio.Task] = set()
         # Kafka's BrokerTopicMetrics Remote*PerSec meters, per topic and for all topics
         self.stats = replica_manager.broker_topic_stats
+        # and its gauges (broker_topic_stats.REMOTE_GAUGES) of each partition led here, as of the last run
+        self.partition_gauges: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self._runs = 0
 
     # -- life ---------------------------------------------------------------------------------
     async def startup(self) -> None:
         await self.rlmm.start()
-        self._sync_logs()
+        if not self.cluster:
+            self._sync_logs()
         self._task = asyncio.create_task(self._run(), name="remote-log-manager")
 
     async def shutdown(self) -> None:
@@ -183,6 +216,7 @@ class RemoteLogManager:
                 await self._task
             except (asyncio.CancelledError, Exception):
                 pass
+        await self.rlmm.close()
         self.copier.shutdown(wait=True, cancel_futures=True)
         self.readers.shutdown(wait=False, cancel_futures=True)
         self.rsm.close()
@@ -207,34 +241,86 @@ class RemoteLogManager:
     def _sync_logs(self) -> None:
         """What the metadata says is remote, told to each hosted tiered log (after loading, or a copy)."""
         for partition in list(self.replica_manager.partitions.values()):
-            if partition.topic == REMOTE_LOG_METADATA_TOPIC:
-                continue
-            copied = self.rlmm.copied_segments(partition.topic, partition.index)
-            partition.set_remote_offsets(copied[0].start_offset if copied else None,
-                                         copied[-1].end_offset if copied else -1)
+            if partition.topic != REMOTE_LOG_METADATA_TOPIC:
+                self.sync_partition(partition)
+
+    def sync_partition(self, partition) -> None:
+        copied = self.rlmm.copied_segments(partition.topic, partition.index)
+        partition.set_remote_offsets(copied[0].start_offset if copied else None,
+                                     copied[-1].end_offset if copied else -1)
+
+    def _metadata_changed(self, keys) -> None:
+        """A cluster's metadata read: leaders and followers alike learn what is remote (Kafka's RLMFollowerTask
+        keeps a follower's highest remote offset, which bounds its local retention)."""
+        partitions = self.replica_manager.partitions
+        for key in keys:
+            partition = partitions.get(key)
+            if partition is not None:
+                self.sync_partition(partition)
 
     async def run_once(self) -> None:
         now = time.monotonic()
-        for partition in self._tiered_partitions():
+        caught_up = None
+        if self.cluster:
+            if not self.rlmm.ready:
+                return
+            caught_up = await self.rlmm.poll()
+            self._runs += 1
+            if self._runs % 20 == 1:     # replicas made since their partition's metadata last changed learn it too
+                self._sync_logs()
+        led = list(self._tiered_partitions())
+        gauges = {}
+        for partition in led:
             key = (partition.topic, partition.index)
-            retry = self._retry_at.get(key)
-            if retry is not None and retry[0] > now:
-                continue
+            gauges[key] = self.partition_gauges.get(key, (0, 0, 0, 0))
+        self.partition_gauges = gauges
+        for partition in led:
+            key = (partition.topic, partition.index)
+            self._measure(partition, key)
             try:
-                await self._clean_unfinished(partition)
-                if not partition.log.config.remote_log_copy_disable:
-                    await self._copy(partition)
-                partition.delete_old_segments()
-                await self._expire(partition)
-                self._retry_at.pop(key, None)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                backoff = min(self.backoff_max_ms, retry[1] * 2 if retry else self.backoff_ms)
-                self._retry_at[key] = (time.monotonic() + backoff / 1000, backoff)
-                self.stats.record_remote(partition.topic, "remote_copy_errors")
-                log.warning("%s-%d: tiered storage task failed (retry in %d ms): %s", *key, backoff, exc,
-                            exc_info=not isinstance(exc, RemoteStorageError))
+                await self._run_partition(partition, key, now, caught_up)
+            finally:
+                self._measure(partition, key)
+
+    def _measure(self, partition, key) -> None:
+        """RemoteLogSizeBytes, RemoteCopyLagBytes (what may be copied and is not yet), RemoteCopyLagSegments and
+        RemoteLogMetadataCount of one partition led here."""
+        copied = self.rlmm.copied_segments(partition.topic, partition.index)
+        highest = self.copied_offset(partition) if self.cluster else copied[-1].end_offset if copied else -1
+        lag = [s.size for s, _ in partition.log.segments_to_copy(highest)]
+        self.partition_gauges[key] = (sum(m.segment_size for m in copied), sum(lag), len(lag),
+                                      len(self.rlmm.segments.get(key, ())))
+
+    def topic_gauges(self) -> dict[str, tuple[int, ...]]:
+        """REMOTE_GAUGES per topic, summed over its partitions led here."""
+        out: dict[str, tuple[int, ...]] = {}
+        for (topic, _), values in list(self.partition_gauges.items()):
+            before = out.get(topic)
+            out[topic] = values if before is None else tuple(a + b for a, b in zip(before, values))
+        return out
+
+    async def _run_partition(self, partition, key, now: float, caught_up) -> None:
+        """One partition's turn: clean up, copy, local retention, remote retention; backs off on failure."""
+        retry = self._retry_at.get(key)
+        if retry is not None and retry[0] > now:
+            return
+        if caught_up is not None and self.rlmm.partition_for(partition) not in caught_up:
+            return          # not read to its leader's end: what is copied is not known yet
+        try:
+            await self._clean_unfinished(partition)
+            if not partition.log.config.remote_log_copy_disable:
+                await self._copy(partition)
+            partition.delete_old_segments()
+            await self._expire(partition)
+            self._retry_at.pop(key, None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            backoff = min(self.backoff_max_ms, retry[1] * 2 if retry else self.backoff_ms)
+            self._retry_at[key] = (time.monotonic() + backoff / 1000, backoff)
+            self.stats.record_remote(partition.topic, "remote_copy_errors")
+            log.warning("%s-%d: tiered storage task failed (retry in %d ms): %s", *key, backoff, exc,
+                        exc_info=not isinstance(exc, RemoteStorageError))
 
     # -- copy ----------------------------------------------------------------------------------
     async def _clean_unfinished(self, partition) -> None:
@@ -246,29 +332,74 @@ class RemoteLogManager:
             await asyncio.get_running_loop().run_in_executor(self.copier, self.rsm.delete_log_segment_data, m)
             await self.rlmm.update_segment(m, DELETE_SEGMENT_FINISHED)
 
+    def copied_offset(self, partition) -> int:
+        """Kafka's findHighestRemoteOffset: from our latest leader epoch down, the first that remote storage
+        holds offsets of gives the highest copied offset, capped at that epoch's end in our log (-1: none)."""
+        log_ = partition.log
+        entries = log_.leader_epoch_cache.entries
+        copied = self.rlmm.copied_segments(partition.topic, partition.index)
+        for i in range(len(entries) - 1, -1, -1):
+            epoch = entries[i].epoch
+            epoch_end = entries[i + 1].start_offset - 1 if i + 1 < len(entries) else log_.log_end_offset - 1
+            highest = -1
+            for m in copied:
+                epochs = sorted(m.segment_leader_epochs.items())
+                for j, (e, _start) in enumerate(epochs):
+                    if e == epoch:
+                        highest = max(highest, epochs[j + 1][1] - 1 if j + 1 < len(epochs) else m.end_offset)
+            if highest >= 0:
+                return min(highest, epoch_end)
+        return -1
+
     async def _copy(self, partition) -> None:
         loop = asyncio.get_running_loop()
         log_ = partition.log
-        highest = self.rlmm.highest_offset(partition.topic, partition.index)
+        if self.cluster:
+            highest = max(self.copied_offset(partition), log_.local_log_start_offset - 1)
+        else:
+            highest = self.rlmm.highest_offset(partition.topic, partition.index)
+        leader_epoch = partition.leader_epoch
         for segment, end in log_.segments_to_copy(highest):
-            if self._stop.is_set():
+            if self._stop.is_set() or not partition.is_leader or partition.leader_epoch != leader_epoch:
                 return
             base = segment.base_offset
+            log_path, index_path, time_index_path = segment_paths(log_.dir, base)
+            txn_path = txn_index_path(log_.dir, base)
+            files = {"log": log_path, "index": index_path, "timeindex": time_index_path,
+                     "snapshot": snapshot_path(log_.dir, end + 1), "txnindex": txn_path}
+            size = segment.size
+            if base <= highest:
+                # begun below what is copied (another leader's segments ended elsewhere): only the rest goes up
+                cut = await loop.run_in_executor(self.copier, segment.slice_from, highest + 1)
+                if cut is None or cut[0] > end:
+                    continue
+                base, files["log"], files["index"], files["timeindex"] = cut
+                files["txnindex"] = b""
+                size = len(files["log"])
+                log.info("%s-%d: copying segment %d from %d, where the copied offsets end", partition.topic,
+                         partition.index, segment.base_offset, base)
             m = RemoteLogSegmentMetadata.new(
                 partition.topic, partition.topic_id, partition.index, start_offset=base, end_offset=end,
                 max_timestamp_ms=segment.largest_timestamp(), broker_id=self.broker_id,
                 event_timestamp_ms=now_ms(),
-                segment_leader_epochs=log_.leader_epochs_between(base, end), segment_size=segment.size,
-                broker_leader_epoch=partition.leader_epoch)
-            log_path, index_path, time_index_path = segment_paths(log_.dir, base)
-            txn_path = txn_index_path(log_.dir, base)
-            m.txn_index_empty = not os.path.exists(txn_path) or os.path.getsize(txn_path) == 0
-            files = {"log": log_path, "index": index_path, "timeindex": time_index_path,
-                     "snapshot": snapshot_path(log_.dir, end + 1), "txnindex": txn_path,
-                     "leader-epoch-checkpoint": epoch_checkpoint(m.segment_leader_epochs)}
+                segment_leader_epochs=log_.leader_epochs_between(base, end), segment_size=size,
+                broker_leader_epoch=leader_epoch)
+            txn = files["txnindex"]
+            m.txn_index_empty = not txn or not os.path.exists(txn) or os.path.getsize(txn) == 0
+            # as Kafka uploads it: the whole leader-epoch cache up to the segment's end
+            files["leader-epoch-checkpoint"] = epoch_checkpoint(
+                {e.epoch: e.start_offset for e in log_.leader_epoch_cache.entries if e.start_offset <= end})
             await self.rlmm.add_segment(m)
             started = time.monotonic()
             await loop.run_in_executor(self.copier, self._upload, m, files)
+            if not partition.is_leader or partition.leader_epoch != leader_epoch:
+                # another leader carries on from what is published: this copy never was
+                log.info("%s-%d: leadership moved during the copy of %d-%d: deleting it", partition.topic,
+                         partition.index, base, end)
+                await self.rlmm.update_segment(m, DELETE_SEGMENT_STARTED)
+                await loop.run_in_executor(self.copier, self.rsm.delete_log_segment_data, m)
+                await self.rlmm.update_segment(m, DELETE_SEGMENT_FINISHED)
+                return
             await self.rlmm.update_segment(m, COPY_SEGMENT_FINISHED)
             self.stats.record_remote(partition.topic, "remote_copy_requests")
             self.stats.record_remote(partition.topic, "remote_copy_bytes", m.segment_size)
@@ -276,6 +407,7 @@ class RemoteLogManager:
                      partition.index, base, end, m.segment_size, (time.monotonic() - started) * 1000)
             copied = self.rlmm.copied_segments(partition.topic, partition.index)
             partition.set_remote_offsets(copied[0].start_offset, end)
+            self._measure(partition, (partition.topic, partition.index))
 
     def _upload(self, m: RemoteLogSegmentMetadata, files: dict) -> None:
         self.copy_quota.acquire(m.segment_size, self._stop)
@@ -349,6 +481,22 @@ class RemoteLogManager:
                 log.info("%s-%d: deleted %d remote segments of the deleted topic", topic, p, len(segments))
             except Exception as exc:
                 log.warning("%s-%d: deleting the remote data of a deleted topic failed: %s", topic, p, exc)
+
+    # -- followers -----------------------------------------------------------------------------------
+    async def remote_log_aux_state(self, topic: str, index: int, offset: int) -> tuple[int, list, bytes]:
+        """For a follower below its leader's local log start: the remote segment holding ``offset`` (the one
+        before that start) gives (the offset to fetch from, its leader epochs [(epoch, start offset)], its
+        producer snapshot). Raises RemoteStorageError when the segment is not known here (yet)."""
+        m = self.rlmm.segment_for(topic, index, offset)
+        if m is None and self.cluster:
+            await self.rlmm.poll()
+            m = self.rlmm.segment_for(topic, index, offset)
+        if m is None:
+            raise RemoteStorageError(f"no remote segment of {topic}-{index} holds offset {offset}")
+        loop = asyncio.get_running_loop()
+        checkpoint = await loop.run_in_executor(self.readers, self.rsm.fetch_index, m, "leader-epoch-checkpoint")
+        snapshot = await loop.run_in_executor(self.readers, self.rsm.fetch_index, m, "snapshot")
+        return m.end_offset + 1, parse_epoch_checkpoint(checkpoint), snapshot
 
     # -- reads --------------------------------------------------------------------------------------
     def holds(self, topic: str, index: int, offset: int) -> bool:

@@ -9,6 +9,11 @@ restarts and every broker reading the topic knows it:
   (RemoteLogMetadataTopicPartitioner), so they stay in order.
 The topic is made on start (``rlmm.config.remote.log.metadata.topic.*``: partitions, replication factor,
 retention), then read from its start; each record written is applied once it is appended.
+
+In a cluster every broker consumes every metadata partition from its leader up to the high watermark, as
+Kafka's ConsumerTask does, and a record is applied when it is read back, on every broker alike. A write goes to
+the metadata partition's leader with acks=all (locally when that is this broker) and returns once this broker
+has read it back (``remote.log.metadata.consume.wait.ms``): what it then decides rests on what everyone can see.
 """
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ FRAME_VERSION = 1
 SEGMENT, UPDATE, PARTITION_DELETE = 0, 1, 2
 RECORD_VERSION = 1
 APPEND_TIMEOUT_MS = 30000
+PRODUCE, FETCH = 0, 1
+PRODUCE_VERSION, FETCH_VERSION = 9, 12     # topics by name
 _TYPES = {SEGMENT: RemoteLogSegmentMetadataRecord, UPDATE: RemoteLogSegmentMetadataUpdateRecord,
           PARTITION_DELETE: RemotePartitionDeleteMetadataRecord}
 
@@ -155,7 +162,10 @@ class TopicBasedRemoteLogMetadataManager:
     """Segments of every tiered partition by (topic, partition), from the metadata topic."""
 
     def __init__(self, rlmm_config: dict, broker_id: int, replica_manager, metadata_cache, controller,
-                 cluster: bool = False):
+                 cluster: bool = False, send=None, on_change=None):
+        """``send(broker id, api key, version, body)``: a request to another broker (a cluster's writes and reads
+        of metadata partitions led elsewhere); ``on_change(keys)``: the (topic, partition)s whose remote segments
+        changed, told after each read in a cluster."""
         self.num_partitions = rlmm_config["remote.log.metadata.topic.num.partitions"]
         self.replication_factor = rlmm_config["remote.log.metadata.topic.replication.factor"]
         self.retention_ms = rlmm_config["remote.log.metadata.topic.retention.ms"]
@@ -166,11 +176,25 @@ class TopicBasedRemoteLogMetadataManager:
         self.cluster = cluster
         # (topic, partition) -> segment id -> metadata (every state; readers take COPY_SEGMENT_FINISHED ones)
         self.segments: dict[tuple[str, int], dict[bytes, RemoteLogSegmentMetadata]] = {}
+        self.consume_wait_s = rlmm_config["remote.log.metadata.consume.wait.ms"] / 1000
+        self.send = send
+        self.on_change = on_change
+        # a cluster's consumer: the next offset to read of each metadata partition, and the partitions the last
+        # read found at their leader's high watermark
+        self.positions: dict[int, int] = {}
+        self.caught_up: set[int] = set()
+        self.ready = False
+        self._poll_lock = asyncio.Lock()
+        self._consumer: asyncio.Task | None = None
+        self._changed: set[tuple[str, int]] = set()
+        self._create_failed = False
 
     # -- the topic ----------------------------------------------------------------------
     async def ensure_topic(self) -> bool:
         topic = self.metadata_cache.get_topic(REMOTE_LOG_METADATA_TOPIC)
         if topic is not None:
+            if not topic.partitions:        # known by name, its partitions not yet
+                return False
             self.num_partitions = topic.partitions
             return True
         rf = self.replication_factor
@@ -183,15 +207,137 @@ class TopicBasedRemoteLogMetadataManager:
             if inspect.isawaitable(created):
                 await created
         except Exception as exc:
-            log.warning("cannot create %s yet: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            # a cluster's brokers start one by one: until there are enough of them, say so once
+            log.log(logging.DEBUG if self._create_failed else logging.WARNING, "cannot create %s yet: %s",
+                    REMOTE_LOG_METADATA_TOPIC, exc)
+            self._create_failed = True
             return False
         log.info("created %s with %d partitions", REMOTE_LOG_METADATA_TOPIC, self.num_partitions)
         return True
 
     async def start(self) -> None:
+        if self.cluster:        # the topic needs enough brokers, which may start after us: made in the background
+            self._consumer = asyncio.create_task(self._consume(), name="remote-log-metadata-consumer")
+            return
         while not await self.ensure_topic():
             await asyncio.sleep(1)
         await asyncio.to_thread(self._load)
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.cancel()
+            try:
+                await self._consumer
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    # -- a cluster's consumer -------------------------------------------------------------------
+    async def _consume(self) -> None:
+        while True:
+            try:
+                if not self.ready and await self.ensure_topic():
+                    await self.poll()
+                    self.ready = len(self.caught_up) == self.num_partitions
+                    if self.ready:
+                        log.info("read %s to its end: %d tiered partitions", REMOTE_LOG_METADATA_TOPIC,
+                                 len(self.segments))
+                elif self.ready:
+                    await self.poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading %s failed", REMOTE_LOG_METADATA_TOPIC)
+            await asyncio.sleep(0.2)
+
+    async def poll(self) -> set[int]:
+        """Read every metadata partition from its leader to its high watermark; the partitions read to it."""
+        async with self._poll_lock:
+            by_leader: dict[int, list[int]] = {}
+            caught_up = set()
+            for index in range(self.num_partitions):
+                state = self.metadata_cache.partition_state(REMOTE_LOG_METADATA_TOPIC, index)
+                if state is None or state.leader < 0:
+                    continue
+                local = self.replica_manager.partitions.get((REMOTE_LOG_METADATA_TOPIC, index))
+                if state.leader == self.broker_id and local is not None and local.is_leader:
+                    if self._read_local(index, local):
+                        caught_up.add(index)
+                else:
+                    by_leader.setdefault(state.leader, []).append(index)
+            for leader, indexes in by_leader.items():
+                caught_up |= await self._fetch_remote(leader, indexes)
+            self.caught_up = caught_up
+            if self._changed and self.on_change is not None:
+                changed, self._changed = self._changed, set()
+                self.on_change(changed)
+            return caught_up
+
+    def _apply_batches(self, index: int, data) -> None:
+        for batch in batches(data):
+            self.positions[index] = batch.last_offset + 1
+            if getattr(batch, "is_control", False):
+                continue
+            for record in batch.records():
+                if record.value is not None:
+                    self._apply_bytes(record.value)
+
+    def _read_local(self, index: int, partition) -> bool:
+        """What this broker leads of a metadata partition, to its high watermark."""
+        from kafka_compat.storage.fetch_data_info import FetchIsolation
+        for _ in range(64):
+            position = max(self.positions.get(index, 0), partition.log_start_offset)
+            if position >= partition.high_watermark:
+                return True
+            data = self.replica_manager.read_local(REMOTE_LOG_METADATA_TOPIC, index, position, 1 << 20,
+                                                   FetchIsolation.HIGH_WATERMARK).records.read_bytes()
+            if not data:
+                return False
+            self._apply_batches(index, data)
+        return False
+
+    async def _fetch_remote(self, leader: int, indexes: list[int]) -> set[int]:
+        """Fetch as a consumer from another broker until its high watermark (a few rounds at most)."""
+        if self.send is None:
+            return set()
+        from ..protocol.messages.fetch import FetchRequest
+        done: set[int] = set()          # answered with an error, or read to the high watermark
+        reached: set[int] = set()       # read to the high watermark
+        for _ in range(16):
+            wanted = [i for i in indexes if i not in done]
+            if not wanted:
+                break
+            request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0,
+                                   session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                       topic=REMOTE_LOG_METADATA_TOPIC, partitions=[FetchRequest.FetchPartition(
+                                           partition=i, fetch_offset=self.positions.get(i, 0),
+                                           partition_max_bytes=1 << 20) for i in wanted])])
+            try:
+                response = await self.send(leader, FETCH, FETCH_VERSION, request)
+            except Exception as exc:
+                log.debug("fetching %s from broker %d: %s", REMOTE_LOG_METADATA_TOPIC, leader, exc)
+                break
+            progress = False
+            for topic in response.responses:
+                for pd in topic.partitions:
+                    i = pd.partition_index
+                    if pd.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and pd.log_start_offset > \
+                            self.positions.get(i, 0):
+                        self.positions[i] = pd.log_start_offset     # retention took the oldest records
+                        progress = True
+                        continue
+                    if pd.error_code:
+                        done.add(i)
+                        continue
+                    before = self.positions.get(i, 0)
+                    if pd.records:
+                        self._apply_batches(i, pd.records)
+                    if self.positions.get(i, 0) >= pd.high_watermark:
+                        done.add(i)
+                        reached.add(i)
+                    progress = progress or self.positions.get(i, 0) > before
+            if not progress:
+                break
+        return reached
 
     def _load(self) -> None:
         """Read every metadata partition held here from its start (worker thread: reads only)."""
@@ -233,6 +379,7 @@ class TopicBasedRemoteLogMetadataManager:
                 {e.leader_epoch: e.offset for e in record.segment_leader_epochs}, record.segment_size_in_bytes,
                 record.remote_log_segment_state, record.txn_index_empty, record.broker_leader_epoch)
             self.segments.setdefault((tip.name, tip.partition), {})[m.segment_id] = m
+            self._changed.add((tip.name, tip.partition))
         elif api_key == UPDATE:
             sid = record.remote_log_segment_id
             tip = sid.topic_id_partition
@@ -240,6 +387,7 @@ class TopicBasedRemoteLogMetadataManager:
             m = segments.get(bytes(sid.id))
             if m is None:
                 return
+            self._changed.add((tip.name, tip.partition))
             if record.remote_log_segment_state == DELETE_SEGMENT_FINISHED:
                 del segments[m.segment_id]
             else:
@@ -248,9 +396,13 @@ class TopicBasedRemoteLogMetadataManager:
             tip = record.topic_id_partition
             if record.remote_partition_delete_state == DELETE_PARTITION_FINISHED:
                 self.segments.pop((tip.name, tip.partition), None)
+                self._changed.add((tip.name, tip.partition))
 
     async def _publish(self, m: RemoteLogSegmentMetadata, value: bytes) -> None:
         index = metadata_partition(m.topic_id, m.topic, m.partition, self.num_partitions)
+        if self.cluster:
+            await self._publish_to_leader(index, value)
+            return
         batch = bytearray(build_batch([(None, value, (), now_ms())]))
         results = self.replica_manager.append_records(
             APPEND_TIMEOUT_MS, -1, [(REMOTE_LOG_METADATA_TOPIC, index, batch)], origin=COORDINATOR,
@@ -261,6 +413,52 @@ class TopicBasedRemoteLogMetadataManager:
         if error:
             raise RuntimeError(f"writing to {REMOTE_LOG_METADATA_TOPIC}-{index}: {ErrorCode(error).name}")
         self._apply_bytes(value)
+
+    async def _publish_to_leader(self, index: int, value: bytes) -> None:
+        """A cluster's write: to the metadata partition's leader with acks=all, retried while the partition has
+        no leader or moves; then read back here. Raises RuntimeError when it cannot be written in time."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + APPEND_TIMEOUT_MS / 1000
+        batch = bytes(build_batch([(None, value, (), now_ms())]))
+        while True:
+            state = self.metadata_cache.partition_state(REMOTE_LOG_METADATA_TOPIC, index)
+            leader = state.leader if state is not None else -1
+            error, offset, message = ErrorCode.LEADER_NOT_AVAILABLE, -1, None
+            try:
+                if leader == self.broker_id:
+                    results = self.replica_manager.append_records(
+                        APPEND_TIMEOUT_MS, -1, [(REMOTE_LOG_METADATA_TOPIC, index, bytearray(batch))],
+                        origin=COORDINATOR, internal_topics_allowed=True)
+                    if isinstance(results, asyncio.Future):
+                        results = await results
+                    error, offset = results[0].error_code, results[0].base_offset
+                elif leader >= 0 and self.send is not None:
+                    from ..protocol.messages.produce import ProduceRequest
+                    P = ProduceRequest
+                    response = await self.send(leader, PRODUCE, PRODUCE_VERSION, P(
+                        acks=-1, timeout_ms=APPEND_TIMEOUT_MS, topic_data=[P.TopicProduceData(
+                            name=REMOTE_LOG_METADATA_TOPIC, partition_data=[P.PartitionProduceData(
+                                index=index, records=batch)])]))
+                    part = response.responses[0].partition_responses[0]
+                    error, offset = part.error_code, part.base_offset
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:        # the leader went away mid-request: ask again, maybe elsewhere
+                error, message = ErrorCode.NETWORK_EXCEPTION, str(exc)
+            if error == ErrorCode.NONE:
+                break
+            if loop.time() > deadline:
+                raise RuntimeError(f"writing to {REMOTE_LOG_METADATA_TOPIC}-{index}: {ErrorCode(error).name}"
+                                   + (f" ({message})" if message else ""))
+            await asyncio.sleep(0.2)
+        deadline = loop.time() + self.consume_wait_s
+        while self.positions.get(index, 0) <= offset:
+            if loop.time() > deadline:
+                raise RuntimeError(f"{REMOTE_LOG_METADATA_TOPIC}-{index}: offset {offset} was written but not "
+                                   f"read back within remote.log.metadata.consume.wait.ms")
+            await self.poll()
+            if self.positions.get(index, 0) <= offset:
+                await asyncio.sleep(0.05)
 
     async def add_segment(self, m: RemoteLogSegmentMetadata) -> None:
         await self._publish(m, segment_record(m))
@@ -292,6 +490,10 @@ class TopicBasedRemoteLogMetadataManager:
             if m.start_offset <= offset <= m.end_offset:
                 return m
         return None
+
+    def partition_for(self, partition) -> int:
+        """The metadata partition a (hosted) partition's records go to."""
+        return metadata_partition(partition.topic_id, partition.topic, partition.index, self.num_partitions)
 
     def highest_offset(self, topic: str, partition: int) -> int:
         copied = self.copied_segments(topic, partition)

@@ -13,7 +13,9 @@ LastFetchedEpoch it does not share with DivergingEpoch{epoch, end offset}, and w
 truncate by Kafka's rules (getOffsetTruncationState) and fetch again with the
 epoch of our new last batch, which repeats until the logs agree (the KIP-279
 loop). A log with no leader epochs (old message format) is truncated to its high
-watermark first. OFFSET_OUT_OF_RANGE asks the leader for its end and start
+watermark first. OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405) starts the log over
+at the leader's local log start, with the epochs and producer snapshot of the
+tiered segment below it. OFFSET_OUT_OF_RANGE asks the leader for its end and start
 offsets with ListOffsets: past its end we truncate to it (an unclean election),
 below its start we start over at its start. FENCED_LEADER_EPOCH stops the
 partition until a new LeaderAndIsr; NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
@@ -45,7 +47,8 @@ FETCH, LIST_OFFSETS = 1, 2
 FETCH_VERSION = 15                 # ReplicaState and topic ids, as Kafka 3.5+ followers send
 FETCH_VERSION_NAMES = 12           # topics by name (a topic without a known id), LastFetchedEpoch
 LIST_OFFSETS_VERSION = 7
-LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP = -1, -2, -4
+EARLIEST_LOCAL_VERSION = 8             # ListOffsets asks for the earliest local offset from v8 (KIP-405)
 FETCHING, TRUNCATING = "Fetching", "Truncating"
 SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
@@ -375,6 +378,9 @@ class ReplicaFetcher:
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     if not await self._handle_out_of_range(key, state, epoch):
                         errors.append(key)
+                elif code == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
+                    if not await self._build_remote_log_aux_state(key, state, epoch):
+                        errors.append(key)
                 elif code == ErrorCode.FENCED_LEADER_EPOCH:
                     if self._on_fenced(key, epoch):
                         errors.append(key)
@@ -433,12 +439,12 @@ class ReplicaFetcher:
             state.state = FETCHING
             state.last_fetched_epoch = after.latest_epoch
 
-    async def _list_offset(self, key, epoch: int, timestamp: int) -> int:
+    async def _list_offset(self, key, epoch: int, timestamp: int, version: int = LIST_OFFSETS_VERSION) -> int:
         topic, index = key
         request = ListOffsetsRequest(replica_id=self.config.broker_id, isolation_level=0, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(
                 partition_index=index, current_leader_epoch=epoch, timestamp=timestamp)])])
-        response = await self.client.send(self.leader, LIST_OFFSETS, LIST_OFFSETS_VERSION, request,
+        response = await self.client.send(self.leader, LIST_OFFSETS, version, request,
                                           self.config.request_timeout_ms)
         for t in response.topics:
             for p in t.partitions:
@@ -447,6 +453,40 @@ class ReplicaFetcher:
                         raise KafkaError(p.error_code)
                     return p.offset
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the leader did not answer for the partition")
+
+    async def _build_remote_log_aux_state(self, key, state: PartitionFetchState, requested_epoch: int) -> bool:
+        """Kafka's ReplicaFetcherTierStateMachine: our fetch offset is below the leader's local log start, the
+        rest being in remote storage. The remote segment just below that start gives its end, leader epochs and
+        producer snapshot; our log starts over after it and fetching goes on from there. False to back off."""
+        rlm = self.rm.remote_log_manager
+        if rlm is None:
+            log.warning("%s-%d: the leader's data is in tiered storage, and this broker has none", *key)
+            return False
+        try:
+            local_start = await self._list_offset(key, state.current_leader_epoch, EARLIEST_LOCAL_TIMESTAMP,
+                                                  EARLIEST_LOCAL_VERSION)
+            next_offset, epochs, snapshot = await rlm.remote_log_aux_state(key[0], key[1], local_start - 1)
+            if self.partitions.get(key) is not state or state.fetch_offset >= next_offset:
+                return True
+            log.info("%s-%d: the leader's local log starts at %d: starting over at %d, the offsets below being "
+                     "in remote storage", key[0], key[1], local_start, next_offset)
+            self.rm.build_remote_log_aux_state(key[0], key[1], next_offset, epochs, snapshot)
+        except KafkaError as e:
+            if e.error_code == ErrorCode.FENCED_LEADER_EPOCH:
+                self._on_fenced(key, requested_epoch)
+                return True
+            log.info("%s-%d: cannot build the log from tiered storage yet: %s", key[0], key[1], e)
+            return False
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.info("%s-%d: cannot build the log from tiered storage yet: %s", key[0], key[1], e)
+            return False
+        after = self.rm.follower_offsets(*key)
+        state.fetch_offset = next_offset
+        state.state = FETCHING
+        state.last_fetched_epoch = after.latest_epoch if after is not None else None
+        return True
 
     async def _handle_out_of_range(self, key, state: PartitionFetchState, requested_epoch: int) -> bool:
         """Kafka's fetchOffsetAndTruncate; False to back off."""

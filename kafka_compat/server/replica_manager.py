@@ -770,6 +770,20 @@ class ReplicaManager:
                 raise self._partition_dir_failed(partition, f"truncating {topic}-{index}", e) from None
             self._complete_delayed(partition.key)
 
+    def build_remote_log_aux_state(self, topic: str, index: int, next_offset: int, epochs: list[tuple[int, int]],
+                                   snapshot: bytes) -> None:
+        """The replica fetcher's OFFSET_MOVED_TO_TIERED_STORAGE: the follower's log starts over at ``next_offset``
+        with a tiered segment's leader epochs and producer snapshot (Kafka's ReplicaFetcherTierStateMachine)."""
+        partition = self.partitions.get((topic, index))
+        if partition is not None:
+            try:
+                partition.build_remote_log_aux_state(next_offset, epochs, snapshot)
+            except OSError as e:
+                raise self._partition_dir_failed(partition, f"truncating {topic}-{index}", e) from None
+            if self.remote_log_manager is not None:
+                self.remote_log_manager.sync_partition(partition)
+            self._complete_delayed(partition.key)
+
     # -- offsets ------------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(self, topic: str, index: int, timestamp: int, isolation: FetchIsolation,
                                    current_leader_epoch: int = -1, fetch_only_from_leader: bool = True):
