@@ -18,7 +18,8 @@ from kafka_compat.protocol.records import batches
 from kafka_compat.security.acl import AclOperation, ResourceType
 
 INT_MAX = 2147483647
-TWO_PC = {"transaction_two_phase_commit_enable": "true", "unstable_api_versions_enable": "true"}   # v6 is unstable
+UNSTABLE = {"unstable_api_versions_enable": "true"}     # Kafka marks InitProducerId v6 unstable
+TWO_PC = {"transaction_two_phase_commit_enable": "true", **UNSTABLE}
 AUTHORIZER = {"authorizer_class_name": "kafka.security.authorizer.AclAuthorizer",
               "allow_everyone_if_no_acl_found": "true"}
 
@@ -57,7 +58,7 @@ async def read_committed(c: AsyncWireClient, topic: str) -> list[bytes]:
 
 def test_enable_2pc_is_refused_while_the_broker_setting_is_off(tmp_path):
     async def scenario():
-        async with running(tmp_path) as b:
+        async with running(tmp_path, **UNSTABLE) as b:
             c = await connect(b)
             t = Txn(c, "off")
             out = {"2pc": await init_v6(t), "keep_alone": await init_v6(t, enable_2pc=False, keep=True),
@@ -208,3 +209,19 @@ def test_a_kept_transaction_is_still_aborted_by_an_init_without_keep_prepared_tx
     assert out["keeper_end"].error_code == E.INVALID_TXN_STATE
     assert (out["retry"].error_code, out["retry"].producer_epoch) == (E.NONE, epoch + 3)
     assert out["values"] == []
+
+
+def test_v6_is_not_served_without_unstable_api_versions_enable(tmp_path):
+    """As Kafka's: a version it marks unstable is neither advertised nor answered unless the setting is on."""
+    async def scenario():
+        async with running(tmp_path) as b:
+            c = await connect(b)
+            try:
+                await init_v6(Txn(c, "v6"))
+            except asyncio.IncompleteReadError:
+                return "closed"
+            finally:
+                await c.close()
+            return "answered"
+
+    assert asyncio.run(scenario()) == "closed"
