@@ -53,8 +53,12 @@ CONNECTION_CONFIGS = ("max.connections", "max.connections.per.ip", "max.connecti
                       "max.connection.creation.rate")
 TOPIC_DEFAULT_CONFIGS = frozenset(s.name for synonyms in TOPIC_CONFIG_SYNONYMS.values() for s in synonyms)
 # what this broker applies at runtime
+# sasl.kerberos.*: only a GSSAPI login reads them, and this broker has none, as a Kafka broker without a GSSAPI
+# listener: stored and in force, with nothing to act on (librdkafka's 0081_admin alters one)
+KERBEROS_CONFIGS = frozenset(n for n in DYNAMIC_BROKER_CONFIGS if n.startswith("sasl.kerberos."))
 APPLIED_CONFIGS = frozenset((TOPIC_DEFAULT_CONFIGS & DYNAMIC_BROKER_CONFIGS) | set(THREAD_COUNT_CONFIGS)
-                            | set(CONNECTION_CONFIGS) | set(BROKER_QUOTA_CONFIG_DEF) | {"cordoned.log.dirs"})
+                            | set(CONNECTION_CONFIGS) | set(BROKER_QUOTA_CONFIG_DEF) | {"cordoned.log.dirs"}
+                            | KERBEROS_CONFIGS)
 
 
 def _set(names) -> str:
