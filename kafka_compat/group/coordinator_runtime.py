@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Callable
+from collections.abc import Awaitable, Callable
 
 from kafka_compat.storage.validator import COORDINATOR
 
@@ -82,7 +82,76 @@ def read_partition(replica_manager, index: int, load_buffer_size: int
     return [(k, v) for k, v in latest.items() if v is not None], pending
 
 
-class CoordinatorRuntime:
+class PartitionLoads:
+    """Which partitions of a coordinator's topic this broker has loaded, is loading, and at which leader epoch
+    it was last elected for each (Kafka's CoordinatorRuntime keeps this per partition context). A load runs
+    in the background; a resignation older than the election it follows is ignored, and a load that a
+    resignation cancelled, with a newer election already loading again, does not mark the partition loaded."""
+    topic_name = ""
+
+    def _init_loads(self) -> None:
+        self.loading: set[int] = set()
+        self.owned: set[int] = set()            # partitions led here and loaded: their keys are ours
+        self.epochs: dict[int, int] = {}        # leader epoch of each partition's latest election here
+        self._load_tasks: dict[int, asyncio.Task] = {}
+
+    def _start_load(self, index: int, leader_epoch: int, load: Callable[[], Awaitable[None]]) -> asyncio.Task | None:
+        """Mark `index` loading and run ``load()``; a partition already loaded or loading only takes a newer
+        epoch (None)."""
+        if leader_epoch > self.epochs.get(index, -1):
+            self.epochs[index] = leader_epoch
+        if index in self.loading or index in self.owned:
+            return None
+        self.loading.add(index)
+        task = asyncio.get_running_loop().create_task(self._run_load(index, load))
+        self._load_tasks[index] = task
+        return task
+
+    async def _run_load(self, index: int, load: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await load()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading %s-%d failed", self.topic_name, index)
+        finally:
+            # a resignation may have cancelled this load and a new election started another meanwhile
+            if self._load_tasks.get(index) is asyncio.current_task():
+                del self._load_tasks[index]
+                if index in self.loading:
+                    self.loading.discard(index)
+                    self.owned.add(index)
+
+    def _resign(self, index: int, leader_epoch: int) -> bool:
+        """Forget `index` unless ``leader_epoch`` (-1 or -2: unknown) is older than its latest election."""
+        if leader_epoch >= 0 and self.epochs.get(index, -1) > leader_epoch:
+            return False
+        self._forget(index)
+        return True
+
+    def _forget(self, index: int) -> None:
+        self.owned.discard(index)
+        self.loading.discard(index)
+        task = self._load_tasks.pop(index, None)
+        if task is not None and not task.done():
+            task.cancel()
+
+    async def wait_loaded(self) -> None:
+        """Until every load started so far has finished."""
+        while self._load_tasks:
+            await asyncio.gather(*list(self._load_tasks.values()), return_exceptions=True)
+
+    async def _stop_loads(self) -> None:
+        tasks = list(self._load_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._load_tasks.clear()
+
+
+class CoordinatorRuntime(PartitionLoads):
+    topic_name = GROUP_METADATA_TOPIC_NAME
+
     def __init__(self, config, replica_manager, metadata_cache, controller, offsets_replication_factor: int = 1):
         cfg = config
         self.replica_manager = replica_manager
@@ -94,11 +163,8 @@ class CoordinatorRuntime:
         self.compression = cfg["offsets.topic.compression.codec"]
         self.segment_bytes = cfg["offsets.topic.segment.bytes"]
         self.offsets_replication_factor = offsets_replication_factor
-        self.loading: set[int] = set()
-        self.owned: set[int] = set()            # partitions led here and loaded: their groups are ours
-        self.epochs: dict[int, int] = {}        # leader epoch of each partition's latest election here
+        self._init_loads()
         self._partition_of: dict[str, int] = {}
-        self._load_tasks: dict[int, asyncio.Task] = {}
         self._creating: asyncio.Future | None = None
 
     # ------------------------------------------------------------ partitions
@@ -206,65 +272,27 @@ class CoordinatorRuntime:
         replay it in the background, handing its records to ``replay(index, records, open transactions'
         records)`` on the loop. A partition already loaded or loading here only takes a newer epoch (as
         Kafka's runtime does; None)."""
-        if leader_epoch > self.epochs.get(index, -1):
-            self.epochs[index] = leader_epoch
-        if index in self.loading or index in self.owned:
-            return None
         topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
         if topic is not None and topic.partitions != self.num_partitions:
             self.num_partitions = topic.partitions
             self._partition_of.clear()
-        self.loading.add(index)
-        task = asyncio.get_running_loop().create_task(self._load(index, replay))
-        self._load_tasks[index] = task
-        return task
+        return self._start_load(index, leader_epoch, lambda: self._load(index, replay))
 
     async def _load(self, index: int, replay) -> None:
-        try:
-            if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
-                return
-            records, pending = await asyncio.to_thread(read_partition, self.replica_manager, index,
-                                                       self.load_buffer_size)
-            replay(index, records, pending)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
-        finally:
-            # a resignation may have cancelled this load and a new election started another meanwhile
-            if self._load_tasks.get(index) is asyncio.current_task():
-                del self._load_tasks[index]
-                if index in self.loading:
-                    self.loading.discard(index)
-                    self.owned.add(index)
+        if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
+            return
+        records, pending = await asyncio.to_thread(read_partition, self.replica_manager, index,
+                                                   self.load_buffer_size)
+        replay(index, records, pending)
 
     def on_resignation(self, index: int, leader_epoch: int = -1) -> bool:
         """This broker no longer leads partition `index` (the epoch that says so; -1 or -2: unknown, as
         StopReplica for a deletion): stop a load still running. False if the resignation is older than
         the election that loaded the partition here, and so ignored."""
-        if leader_epoch >= 0 and self.epochs.get(index, -1) > leader_epoch:
-            return False
-        self._forget(index)
-        return True
-
-    def _forget(self, index: int) -> None:
-        self.owned.discard(index)
-        self.loading.discard(index)
-        task = self._load_tasks.pop(index, None)
-        if task is not None and not task.done():
-            task.cancel()
-
-    async def wait_loaded(self) -> None:
-        """Until every load started so far has finished."""
-        while self._load_tasks:
-            await asyncio.gather(*list(self._load_tasks.values()), return_exceptions=True)
+        return self._resign(index, leader_epoch)
 
     async def shutdown(self) -> None:
-        tasks = list(self._load_tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._load_tasks.clear()
+        await self._stop_loads()
         self.loading.clear()
         self.owned.clear()
 

@@ -25,6 +25,7 @@ import logging
 from kafka_compat.storage.validator import COORDINATOR
 
 from ...clock import now_ms
+from ...group.coordinator_runtime import PartitionLoads
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.delete_share_group_state import DeleteShareGroupStateResponse
 from ...protocol.messages.initialize_share_group_state import InitializeShareGroupStateResponse
@@ -47,9 +48,10 @@ _APPEND_ERRORS = {E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
                   E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR, E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR}
 
 
-class ShareCoordinator:
+class ShareCoordinator(PartitionLoads):
     """The share coordinator of this broker: a shard over the `__share_group_state` partitions it leads,
     and the answers to the share-state RPCs (83-87), which the handlers and the persister both use."""
+    topic_name = SHARE_GROUP_STATE_TOPIC_NAME
 
     def __init__(self, config, replica_manager, metadata_cache, controller, replication_factor: int = 1,
                  clock=now_ms):
@@ -64,10 +66,7 @@ class ShareCoordinator:
         self.load_buffer_size = config["share.coordinator.load.buffer.size"]
         self.shard = ShareCoordinatorShard(config["share.coordinator.snapshot.update.records.per.snapshot"], clock)
         self.active = False
-        self.loading: set[int] = set()
-        self.owned: set[int] = set()
-        self.epochs: dict[int, int] = {}
-        self._load_tasks: dict[int, asyncio.Task] = {}
+        self._init_loads()
         self._creating: asyncio.Future | None = None
 
     # ------------------------------------------------------------ the topic
@@ -132,26 +131,15 @@ class ShareCoordinator:
             await self.wait_loaded()
 
     def on_election(self, index: int, leader_epoch: int = -1) -> None:
-        if leader_epoch > self.epochs.get(index, -1):
-            self.epochs[index] = leader_epoch
-        if index in self.loading or index in self.owned:
-            return
         topic = self.metadata_cache.get_topic(SHARE_GROUP_STATE_TOPIC)
         if topic is not None:
             self.num_partitions = topic.partitions
-        self.loading.add(index)
-        self._load_tasks[index] = asyncio.get_running_loop().create_task(self._load(index))
+        self._start_load(index, leader_epoch, lambda: self._load(index))
 
     def on_resignation(self, index: int, leader_epoch: int = -1) -> None:
-        if leader_epoch >= 0 and self.epochs.get(index, -1) > leader_epoch:
-            return
-        self.owned.discard(index)
-        self.loading.discard(index)
-        task = self._load_tasks.pop(index, None)
-        if task is not None and not task.done():
-            task.cancel()
-        self.shard.forget(lambda k: self.partition_for(*k) != index)
-        log.info("unloaded %s-%d", SHARE_GROUP_STATE_TOPIC, index)
+        if self._resign(index, leader_epoch):
+            self.shard.forget(lambda k: self.partition_for(*k) != index)
+            log.info("unloaded %s-%d", SHARE_GROUP_STATE_TOPIC, index)
 
     def _read_partition(self, index: int) -> list:
         """Every (key, value) of one partition in log order (a worker thread; it only reads)."""
@@ -170,36 +158,17 @@ class ShareCoordinator:
         return out
 
     async def _load(self, index: int) -> None:
-        try:
-            if self.replica_manager.get_partition(SHARE_GROUP_STATE_TOPIC, index) is None:
-                return
-            records = await asyncio.to_thread(self._read_partition, index)
-            self.shard.forget(lambda k: self.partition_for(*k) != index)
-            for key, value in records:
-                self.shard.replay(key, value)
-            log.info("loaded %s-%d (%d records)", SHARE_GROUP_STATE_TOPIC, index, len(records))
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading %s-%d failed", SHARE_GROUP_STATE_TOPIC, index)
-        finally:
-            if self._load_tasks.get(index) is asyncio.current_task():
-                del self._load_tasks[index]
-                if index in self.loading:
-                    self.loading.discard(index)
-                    self.owned.add(index)
-
-    async def wait_loaded(self) -> None:
-        while self._load_tasks:
-            await asyncio.gather(*list(self._load_tasks.values()), return_exceptions=True)
+        if self.replica_manager.get_partition(SHARE_GROUP_STATE_TOPIC, index) is None:
+            return
+        records = await asyncio.to_thread(self._read_partition, index)
+        self.shard.forget(lambda k: self.partition_for(*k) != index)
+        for key, value in records:
+            self.shard.replay(key, value)
+        log.info("loaded %s-%d (%d records)", SHARE_GROUP_STATE_TOPIC, index, len(records))
 
     async def shutdown(self) -> None:
         self.active = False
-        tasks = list(self._load_tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._load_tasks.clear()
+        await self._stop_loads()
 
     # ------------------------------------------------------------ serving a key
     def _not_served(self, k) -> int | None:
